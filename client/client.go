@@ -1,0 +1,198 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/rpc"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// Client is a connection to a PlasmaFS cluster. It is safe for concurrent
+// use and meant to be reused: many transactions share its one namenode
+// connection.
+type Client struct {
+	cfg    Config
+	nn     *rpc.Conn
+	nextTx atomic.Uint64
+	host   string
+	data   *dataPool
+	local  localFiles
+
+	mu    sync.Mutex
+	nodes map[uint32]wire.NodeInfo
+}
+
+// New connects to the first reachable namenode of cfg.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if len(cfg.Namenodes) == 0 {
+		return nil, errors.New("no namenode address configured")
+	}
+	if cfg.User == "" {
+		if u, err := user.Current(); err == nil {
+			cfg.User = u.Username
+		} else {
+			cfg.User = "nobody"
+		}
+	}
+	if cfg.Group == "" {
+		cfg.Group = cfg.User
+	}
+	var errs []error
+	for _, a := range cfg.Namenodes {
+		nn, err := rpc.Dial(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		host, _ := os.Hostname()
+		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}}
+		c.data = newDataPool(c)
+		c.nextTx.Store(uint64(time.Now().UnixNano()))
+		return c, nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+// Close closes the connections; open transactions are aborted.
+func (c *Client) Close() error {
+	c.data.close()
+	c.local.close()
+	return c.nn.Close()
+}
+
+// NamenodeRequests returns how many requests this client has sent to the
+// namenode so far.
+func (c *Client) NamenodeRequests() uint64 { return c.nn.Requests() }
+
+func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	r, err := c.nn.Call(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Nodes) > 0 {
+		c.mu.Lock()
+		for _, n := range r.Nodes {
+			c.nodes[n.ID] = n
+		}
+		c.mu.Unlock()
+	}
+	return r, respErr(r)
+}
+
+func (c *Client) node(id uint32) (wire.NodeInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[id]
+	return n, ok
+}
+
+// Begin opens a transaction. Transactions cost nothing until their first
+// request; the namenode aborts them when the connection closes.
+func (c *Client) Begin(ctx context.Context) (*Txn, error) {
+	return &Txn{c: c, id: c.nextTx.Add(1)}, nil
+}
+
+// Txn runs fn in a transaction and commits it, re-running fn in a new
+// transaction when it fails with ErrConflict (up to 10 times, with a short
+// randomised backoff). fn must be safe to run more than once.
+func (c *Client) Txn(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		if attempt > 0 {
+			d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d + time.Duration(c.nextTx.Load()%uint64(d+1))):
+			}
+		}
+		tx, _ := c.Begin(ctx)
+		err = fn(ctx, tx)
+		if err == nil {
+			err = tx.Commit(ctx)
+		} else {
+			tx.Abort(ctx)
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// Stats are the namenode's counters.
+type Stats struct {
+	Requests uint64            // requests served since start
+	Commits  uint64            // transactions committed
+	Batches  uint64            // store transactions (group commits)
+	PerOp    map[string]uint64 // requests per operation
+}
+
+// NamenodeStats returns the namenode's request counters.
+func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
+	r, err := c.call(ctx, &wire.Request{Op: wire.OpStats})
+	if err != nil {
+		return Stats{}, err
+	}
+	if len(r.Counters) < 3 {
+		return Stats{}, fmt.Errorf("namenode returned %d counters", len(r.Counters))
+	}
+	s := Stats{Requests: r.Counters[0], Commits: r.Counters[1], Batches: r.Counters[2], PerOp: map[string]uint64{}}
+	for i, v := range r.Counters[3:] {
+		if v != 0 {
+			s.PerOp[wire.Op(i).String()] = v
+		}
+	}
+	return s, nil
+}
+
+// Ping makes one empty round trip to the namenode.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpPing})
+	return err
+}
+
+// FsStat describes the filesystem as a whole.
+type FsStat struct {
+	Blocksize       uint32
+	TotalBlocks     uint64
+	UsedBlocks      uint64
+	FreeBlocks      uint64
+	Files           uint64
+	Dirs            uint64
+	Datanodes       uint64
+	LiveDatanodes   uint64
+	OpenTxns        uint64
+}
+
+// FsStat returns filesystem totals.
+func (c *Client) FsStat(ctx context.Context) (FsStat, error) {
+	r, err := c.call(ctx, &wire.Request{Op: wire.OpFsStat})
+	if err != nil {
+		return FsStat{}, err
+	}
+	v := r.Counters
+	if len(v) < 9 {
+		return FsStat{}, fmt.Errorf("namenode returned %d counters", len(v))
+	}
+	return FsStat{uint32(v[0]), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}, nil
+}
+
+// Datanode describes a datanode volume.
+type Datanode = wire.NodeInfo
+
+// Datanodes lists the datanodes the namenode knows.
+func (c *Client) Datanodes(ctx context.Context) ([]Datanode, error) {
+	r, err := c.call(ctx, &wire.Request{Op: wire.OpNodes})
+	if err != nil {
+		return nil, err
+	}
+	return r.Nodes, nil
+}

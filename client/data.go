@@ -1,0 +1,211 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// dataConn is one data protocol connection to a datanode.
+type dataConn struct {
+	addr string
+	nc   net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+}
+
+// dataPool keeps idle data connections per datanode address.
+type dataPool struct {
+	c    *Client
+	mu   sync.Mutex
+	idle map[string][]*dataConn
+}
+
+func newDataPool(c *Client) *dataPool { return &dataPool{c: c, idle: map[string][]*dataConn{}} }
+
+func (p *dataPool) get(ctx context.Context, addr string) (*dataConn, error) {
+	p.mu.Lock()
+	if l := p.idle[addr]; len(l) > 0 {
+		dc := l[len(l)-1]
+		p.idle[addr] = l[:len(l)-1]
+		p.mu.Unlock()
+		return dc, nil
+	}
+	p.mu.Unlock()
+	d := net.Dialer{Timeout: 10 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("datanode %s: %w", addr, err)
+	}
+	return &dataConn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, 256<<10), w: bufio.NewWriterSize(nc, 256<<10)}, nil
+}
+
+func (p *dataPool) put(dc *dataConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle[dc.addr]) < 16 {
+		p.idle[dc.addr] = append(p.idle[dc.addr], dc)
+		return
+	}
+	dc.nc.Close()
+}
+
+func (p *dataPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.idle {
+		for _, dc := range l {
+			dc.nc.Close()
+		}
+	}
+	p.idle = map[string][]*dataConn{}
+}
+
+// roundTrip sends a request without data and reads the response header.
+func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) (*dataConn, *wire.DataResp, error) {
+	dc, err := p.get(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		dc.nc.SetDeadline(dl)
+	} else {
+		dc.nc.SetDeadline(time.Time{})
+	}
+	err = wire.WriteDataReq(dc.w, q)
+	if err == nil {
+		err = dc.w.Flush()
+	}
+	var resp *wire.DataResp
+	if err == nil {
+		resp, err = wire.ReadDataResp(dc.r)
+	}
+	if err != nil {
+		dc.nc.Close()
+		return nil, nil, fmt.Errorf("datanode %s: %w", addr, err)
+	}
+	return dc, resp, nil
+}
+
+// readBlock reads one block into buf (len ≥ blocksize) and checks it
+// against want.
+func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, buf []byte, want uint32) error {
+	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataRead, Block: block})
+	if err != nil {
+		return err
+	}
+	if resp.Status != wire.OK {
+		p.put(dc)
+		return fmt.Errorf("datanode %s: %s", addr, resp.Msg)
+	}
+	if int(resp.Length) > len(buf) {
+		dc.nc.Close()
+		return fmt.Errorf("datanode %s: block of %d bytes, expected %d", addr, resp.Length, len(buf))
+	}
+	if _, err := io.ReadFull(dc.r, buf[:resp.Length]); err != nil {
+		dc.nc.Close()
+		return fmt.Errorf("datanode %s: %w", addr, err)
+	}
+	p.put(dc)
+	if got := checksum(buf[:resp.Length], len(buf)); got != want {
+		return fmt.Errorf("%w: datanode %s block %d has CRC %08x, committed %08x", ErrChecksum, addr, block, got, want)
+	}
+	return nil
+}
+
+// writeRun writes blocks to consecutive block numbers starting at each
+// replica's start: the data goes to the first replica, which forwards it
+// along the chain. Requests are pipelined; the acknowledgements are read as
+// they come.
+func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64, blocks [][]byte, crcs []uint32) error {
+	dc, err := p.get(ctx, addrs[0])
+	if err != nil {
+		return err
+	}
+	dc.nc.SetDeadline(time.Time{})
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		for i, b := range blocks {
+			q := &wire.DataReq{Op: wire.DataWrite, Block: starts[0] + uint64(i), Length: uint32(len(b)), CRC: crcs[i]}
+			for k := 1; k < len(addrs); k++ {
+				q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k] + uint64(i)})
+			}
+			if err = wire.WriteDataReq(dc.w, q); err != nil {
+				break
+			}
+			if _, err = dc.w.Write(b); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = dc.w.Flush()
+		}
+		errc <- err
+	}()
+	var firstErr error
+	for i := range blocks {
+		resp, err := wire.ReadDataResp(dc.r)
+		if err != nil {
+			dc.nc.Close()
+			<-errc
+			return fmt.Errorf("datanode %s: %w", addrs[0], err)
+		}
+		if resp.Status != wire.OK && firstErr == nil {
+			firstErr = fmt.Errorf("datanode %s: block %d: %s", addrs[0], starts[0]+uint64(i), resp.Msg)
+		}
+	}
+	if err := <-errc; err != nil {
+		dc.nc.Close()
+		return fmt.Errorf("datanode %s: %w", addrs[0], err)
+	}
+	p.put(dc)
+	return firstErr
+}
+
+// syncAll makes the writes on every datanode in addrs durable.
+func (p *dataPool) syncAll(ctx context.Context, addrs map[string]bool) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(addrs))
+	for a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dc, resp, err := p.roundTrip(ctx, a, &wire.DataReq{Op: wire.DataSync})
+			if err != nil {
+				errs <- err
+				return
+			}
+			p.put(dc)
+			if resp.Status != wire.OK {
+				errs <- fmt.Errorf("datanode %s: sync: %s", a, resp.Msg)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for e := range errs {
+		all = append(all, e)
+	}
+	return errors.Join(all...)
+}
+
+func (p *dataPool) verify(ctx context.Context, addr string, start, count uint64) ([]uint64, []uint32, error) {
+	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataVerify, Block: start, Count: uint32(count)})
+	if err != nil {
+		return nil, nil, err
+	}
+	p.put(dc)
+	if resp.Status != wire.OK {
+		return nil, nil, errors.New(resp.Msg)
+	}
+	return resp.Bad, resp.CRCs, nil
+}

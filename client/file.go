@@ -1,0 +1,536 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// File is an open regular file within a transaction. It implements
+// io.Reader, io.ReaderAt, io.Writer, io.WriterAt, io.Seeker and
+// io.WriterTo. Writes are buffered in whole blocks and sent to the
+// datanodes when enough have accumulated, on Flush, Close or Commit; they
+// become visible to others when the transaction commits. Blocks are never
+// overwritten in place: a write goes to newly allocated blocks, so readers
+// of the previous version are unaffected.
+//
+// A File uses the context it was opened with for its io methods.
+type File struct {
+	tx     *Txn
+	ctx    context.Context
+	path   string
+	ino    uint64
+	bs     int
+	size   int64
+	pos    int64
+	xs     []wire.Extent
+	loaded bool
+	dirty  map[uint64][]byte
+	resize bool // size changed without data (truncate/extend) and not sent yet
+	closed bool
+
+	cacheIdx uint64 // last block read, for small sequential reads
+	cache    []byte
+
+	// FlushBlocks is how many dirty blocks are buffered before they are
+	// written out (default 64).
+	FlushBlocks int
+}
+
+// Open opens an existing regular file for reading and writing.
+func (tx *Txn) Open(ctx context.Context, path string) (*File, error) {
+	fi, err := tx.Lookup(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return tx.openInfo(ctx, path, fi)
+}
+
+// OpenInode opens the regular file with inode number ino.
+func (tx *Txn) OpenInode(ctx context.Context, ino uint64) (*File, error) {
+	fi, err := tx.Stat(ctx, ino)
+	if err != nil {
+		return nil, err
+	}
+	return tx.openInfo(ctx, fmt.Sprintf("inode %d", ino), fi)
+}
+
+// CreateFile creates a new file and opens it.
+func (tx *Txn) CreateFile(ctx context.Context, path string, opt CreateOptions) (*File, error) {
+	fi, err := tx.Create(ctx, path, opt)
+	if err != nil {
+		return nil, err
+	}
+	return tx.openInfo(ctx, path, fi)
+}
+
+func (tx *Txn) openInfo(ctx context.Context, path string, fi FileInfo) (*File, error) {
+	switch fi.Type {
+	case TypeDir:
+		return nil, &Error{Code: wire.ErrCodeIsDir, Msg: path + ": is a directory"}
+	case TypeFile:
+	default:
+		return nil, &Error{Code: wire.ErrCodeInvalid, Msg: path + ": not a regular file"}
+	}
+	f := &File{tx: tx, ctx: ctx, path: path, ino: fi.Ino, bs: fi.Blocksize, size: fi.Size, dirty: map[uint64][]byte{}, FlushBlocks: 64}
+	tx.mu.Lock()
+	tx.files = append(tx.files, f)
+	tx.mu.Unlock()
+	return f, nil
+}
+
+// Ino returns the file's inode number.
+func (f *File) Ino() uint64 { return f.ino }
+
+// Size returns the file size as this transaction sees it.
+func (f *File) Size() int64 { return f.size }
+
+// Name returns the path the file was opened with.
+func (f *File) Name() string { return f.path }
+
+// loadBlocks fetches the whole block list in one call; afterwards reading
+// needs no namenode request.
+func (f *File) loadBlocks() error {
+	if f.loaded {
+		return nil
+	}
+	r, err := f.tx.call(f.ctx, &wire.Request{Op: wire.OpBlocks, Ino: f.ino})
+	if err != nil {
+		return fmt.Errorf("%s: block list: %w", f.path, err)
+	}
+	f.xs = r.Extents
+	f.loaded = true
+	return nil
+}
+
+type location struct {
+	addr  string
+	block uint64
+	node  string
+	info  wire.NodeInfo
+}
+
+// locate returns the replicas of block idx (live ones first, spread over
+// replicas by index) and its checksum; ok is false for a hole.
+func (f *File) locate(idx uint64) (locs []location, crc uint32, ok bool) {
+	i := sort.Search(len(f.xs), func(i int) bool { return f.xs[i].Index+uint64(f.xs[i].Count) > idx })
+	if i == len(f.xs) || f.xs[i].Index > idx {
+		return nil, 0, false
+	}
+	x := f.xs[i]
+	k := idx - x.Index
+	var dead []location
+	n := len(x.Replicas)
+	for j := 0; j < n; j++ {
+		r := x.Replicas[(j+int(idx/128))%n]
+		info, _ := f.tx.c.node(r.Node)
+		l := location{addr: info.Addr, block: r.Start + k, node: info.Identity, info: info}
+		if info.Alive {
+			locs = append(locs, l)
+		} else {
+			dead = append(dead, l)
+		}
+	}
+	return append(locs, dead...), x.CRC[k], true
+}
+
+// readBlock reads block idx into buf (len = blocksize), trying every
+// replica until one returns data matching the committed checksum.
+func (f *File) readBlock(idx uint64, buf []byte) error {
+	if b, ok := f.dirty[idx]; ok {
+		copy(buf, b)
+		return nil
+	}
+	if err := f.loadBlocks(); err != nil {
+		return err
+	}
+	locs, crc, ok := f.locate(idx)
+	if !ok {
+		clear(buf)
+		return nil
+	}
+	var errs []string
+	for _, l := range locs {
+		if lf := f.tx.c.localFile(l.info); lf != nil {
+			// Short-circuit: read the local datanode's block file directly.
+			if _, err := lf.ReadAt(buf, int64(l.block)*int64(f.bs)); err == nil && checksum(buf, f.bs) == crc {
+				return nil
+			}
+		}
+		err := f.tx.c.data.readBlock(f.ctx, l.addr, l.block, buf, crc)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return fmt.Errorf("%s: block %d unreadable on every replica: %s", f.path, idx, strings.Join(errs, "; "))
+}
+
+// ReadAt implements io.ReaderAt.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, errEnded
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset", f.path)
+	}
+	n := 0
+	for n < len(p) && off < f.size {
+		idx := uint64(off / int64(f.bs))
+		in := int(off % int64(f.bs))
+		want := min(len(p)-n, f.bs-in, int(f.size-off))
+		if b, ok := f.dirty[idx]; ok {
+			copy(p[n:n+want], b[in:])
+		} else {
+			if f.cache == nil || f.cacheIdx != idx {
+				if f.cache == nil {
+					f.cache = make([]byte, f.bs)
+				}
+				f.cacheIdx = ^uint64(0)
+				if err := f.readBlock(idx, f.cache); err != nil {
+					return n, err
+				}
+				f.cacheIdx = idx
+			}
+			copy(p[n:n+want], f.cache[in:])
+		}
+		n += want
+		off += int64(want)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Read implements io.Reader.
+func (f *File) Read(p []byte) (int, error) {
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// Seek implements io.Seeker.
+func (f *File) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += f.pos
+	case io.SeekEnd:
+		offset += f.size
+	default:
+		return 0, fmt.Errorf("%s: bad whence %d", f.path, whence)
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("%s: seek to negative offset", f.path)
+	}
+	f.pos = offset
+	return offset, nil
+}
+
+// ReadAhead is how many blocks WriteTo fetches in parallel.
+const ReadAhead = 8
+
+// WriteTo streams the file from the current position to w, fetching
+// ReadAhead blocks in parallel (io.Copy uses it).
+func (f *File) WriteTo(w io.Writer) (int64, error) {
+	if f.closed {
+		return 0, errEnded
+	}
+	if err := f.loadBlocks(); err != nil {
+		return 0, err
+	}
+	if f.pos >= f.size {
+		return 0, nil
+	}
+	first := uint64(f.pos / int64(f.bs))
+	last := uint64((f.size - 1) / int64(f.bs))
+	type slot struct {
+		buf  []byte
+		err  error
+		done chan struct{}
+	}
+	slots := make([]*slot, ReadAhead)
+	for i := range slots {
+		slots[i] = &slot{buf: make([]byte, f.bs)}
+	}
+	start := func(idx uint64) {
+		s := slots[idx%ReadAhead]
+		s.done = make(chan struct{})
+		go func() {
+			s.err = f.readBlock(idx, s.buf)
+			close(s.done)
+		}()
+	}
+	next := first
+	for ; next <= last && next < first+ReadAhead; next++ {
+		start(next)
+	}
+	var written int64
+	var werr error
+	for idx := first; idx <= last; idx++ {
+		s := slots[idx%ReadAhead]
+		<-s.done
+		if werr == nil && s.err != nil {
+			werr = s.err
+		}
+		if werr == nil {
+			lo := 0
+			if idx == first {
+				lo = int(f.pos % int64(f.bs))
+			}
+			hi := f.bs
+			if end := f.size - int64(idx)*int64(f.bs); end < int64(hi) {
+				hi = int(end)
+			}
+			n, err := w.Write(s.buf[lo:hi])
+			written += int64(n)
+			f.pos += int64(n)
+			werr = err
+		}
+		if werr == nil && next <= last {
+			start(next)
+			next++
+		}
+	}
+	// Wait for fetches still running before returning their buffers.
+	for _, s := range slots {
+		if s.done != nil {
+			<-s.done
+		}
+	}
+	return written, werr
+}
+
+// WriteAt implements io.WriterAt.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, errEnded
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset", f.path)
+	}
+	n := 0
+	for n < len(p) {
+		idx := uint64(off / int64(f.bs))
+		in := int(off % int64(f.bs))
+		m := min(len(p)-n, f.bs-in)
+		b, ok := f.dirty[idx]
+		if !ok {
+			b = make([]byte, f.bs)
+			blockStart := int64(idx) * int64(f.bs)
+			if m < f.bs && blockStart < f.size {
+				// Partial write of an existing block: copy on write.
+				if err := f.readBlock(idx, b); err != nil {
+					return n, err
+				}
+				if valid := f.size - blockStart; valid < int64(f.bs) {
+					clear(b[valid:]) // bytes past EOF read as zeros
+				}
+			}
+			f.dirty[idx] = b
+		}
+		copy(b[in:in+m], p[n:n+m])
+		n += m
+		off += int64(m)
+		if off > f.size {
+			f.size = off
+		}
+		if f.cacheIdx == idx {
+			f.cacheIdx = ^uint64(0)
+		}
+	}
+	if len(f.dirty) >= f.FlushBlocks {
+		if err := f.Flush(f.ctx); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Write implements io.Writer.
+func (f *File) Write(p []byte) (int, error) {
+	n, err := f.WriteAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+// Truncate changes the file size; blocks past the end are freed at commit.
+func (f *File) Truncate(size int64) error {
+	if size < 0 {
+		return fmt.Errorf("%s: negative size", f.path)
+	}
+	if size < f.size {
+		keep := uint64((size + int64(f.bs) - 1) / int64(f.bs))
+		for idx, b := range f.dirty {
+			if idx >= keep {
+				delete(f.dirty, idx)
+			} else if end := size - int64(idx)*int64(f.bs); end < int64(f.bs) {
+				clear(b[end:])
+			}
+		}
+		if err := f.Flush(f.ctx); err != nil {
+			return err
+		}
+		if err := f.tx.Truncate(f.ctx, f.ino, size); err != nil {
+			return err
+		}
+		f.loaded = false
+		f.cacheIdx = ^uint64(0)
+		// A partial last block keeps stale bytes past the new end; rewrite
+		// it zeroed so a later extension reads zeros there.
+		if size%int64(f.bs) != 0 {
+			idx := uint64(size / int64(f.bs))
+			b := make([]byte, f.bs)
+			f.size = size
+			if err := f.readBlock(idx, b); err != nil {
+				return err
+			}
+			clear(b[size%int64(f.bs):])
+			f.dirty[idx] = b
+		}
+	}
+	f.size = size
+	f.resize = true
+	return nil
+}
+
+// Flush writes the buffered blocks to the datanodes and records them in
+// the transaction. Data is durable only after Commit.
+func (f *File) Flush(ctx context.Context) error {
+	if f.closed {
+		return nil
+	}
+	if len(f.dirty) == 0 {
+		if f.resize {
+			f.resize = false
+			return f.tx.Truncate(ctx, f.ino, f.size)
+		}
+		return nil
+	}
+	idxs := make([]uint64, 0, len(f.dirty))
+	for i := range f.dirty {
+		idxs = append(idxs, i)
+	}
+	sort.Slice(idxs, func(a, b int) bool { return idxs[a] < idxs[b] })
+	var written []wire.Extent
+	for i := 0; i < len(idxs); {
+		j := i + 1
+		for j < len(idxs) && idxs[j] == idxs[j-1]+1 && j-i < 1024 {
+			j++
+		}
+		xs, err := f.writeRange(ctx, idxs[i], idxs[i:j])
+		if err != nil {
+			return err
+		}
+		written = append(written, xs...)
+		i = j
+	}
+	if _, err := f.tx.call(ctx, &wire.Request{Op: wire.OpSetBlocks, Ino: f.ino, Extents: written, Flags: wire.FlagSize, Size: f.size}); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	f.dirty = map[uint64][]byte{}
+	f.resize = false
+	f.loaded = false
+	return nil
+}
+
+// writeRange allocates and writes the contiguous dirty blocks idxs. A
+// failing datanode is excluded and the blocks are allocated again.
+func (f *File) writeRange(ctx context.Context, first uint64, idxs []uint64) ([]wire.Extent, error) {
+	var exclude []string
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		pref := append([]string(nil), exclude...)
+		r, err := f.tx.call(ctx, &wire.Request{Op: wire.OpAllocate, Ino: f.ino, Index: first, Count: uint64(len(idxs)), Pref: pref})
+		if err != nil {
+			if lastErr != nil {
+				return nil, fmt.Errorf("%s: %w (after: %v)", f.path, err, lastErr)
+			}
+			return nil, fmt.Errorf("%s: allocate blocks: %w", f.path, err)
+		}
+		out := make([]wire.Extent, 0, len(r.Extents))
+		failed := false
+		for _, x := range r.Extents {
+			blocks := make([][]byte, x.Count)
+			crcs := make([]uint32, x.Count)
+			for k := range blocks {
+				idx := x.Index + uint64(k)
+				b := f.dirty[idx]
+				if end := f.size - int64(idx)*int64(f.bs); end < int64(f.bs) {
+					b = b[:end]
+				}
+				blocks[k] = b
+				crcs[k] = checksum(b, f.bs)
+			}
+			addrs := make([]string, len(x.Replicas))
+			starts := make([]uint64, len(x.Replicas))
+			for k, rp := range x.Replicas {
+				info, _ := f.tx.c.node(rp.Node)
+				addrs[k], starts[k] = info.Addr, rp.Start
+			}
+			if err := f.tx.c.data.writeRun(ctx, addrs, starts, blocks, crcs); err != nil {
+				lastErr = err
+				failed = true
+				for _, rp := range x.Replicas {
+					info, _ := f.tx.c.node(rp.Node)
+					if strings.Contains(err.Error(), info.Addr) {
+						exclude = append(exclude, "-"+info.Identity)
+					}
+				}
+				break
+			}
+			f.tx.mu.Lock()
+			if f.tx.nodes == nil {
+				f.tx.nodes = map[string]bool{}
+			}
+			for _, a := range addrs {
+				f.tx.nodes[a] = true
+			}
+			f.tx.mu.Unlock()
+			x.CRC = crcs
+			out = append(out, x)
+		}
+		if !failed {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: write failed: %w", f.path, lastErr)
+}
+
+// Close flushes buffered writes; the file is unusable afterwards.
+func (f *File) Close() error {
+	if f.closed {
+		return nil
+	}
+	err := f.Flush(f.ctx)
+	f.closed = true
+	f.tx.mu.Lock()
+	for i, g := range f.tx.files {
+		if g == f {
+			f.tx.files = append(f.tx.files[:i], f.tx.files[i+1:]...)
+			break
+		}
+	}
+	f.tx.mu.Unlock()
+	return err
+}
+
+var _ interface {
+	io.ReadWriteSeeker
+	io.ReaderAt
+	io.WriterAt
+	io.WriterTo
+} = (*File)(nil)
+
+var _ = errors.New
+var _ sync.Mutex

@@ -1,0 +1,354 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// FileType tells files, directories and symbolic links apart.
+type FileType = wire.FileType
+
+// File types.
+const (
+	TypeFile    = wire.TypeFile
+	TypeDir     = wire.TypeDir
+	TypeSymlink = wire.TypeSymlink
+)
+
+// FileInfo holds an inode's attributes.
+type FileInfo struct {
+	Ino       uint64
+	Type      FileType
+	Mode      fs.FileMode // permission bits only
+	User      string
+	Group     string
+	Size      int64
+	Nlink     uint32
+	Mtime     time.Time
+	Ctime     time.Time
+	Rep       int    // requested replication
+	Blocksize int    // filesystem blocksize
+	Seq       uint64 // data version, bumped on every data change
+	Target    string // symlink target
+}
+
+// IsDir reports whether the inode is a directory.
+func (fi FileInfo) IsDir() bool { return fi.Type == TypeDir }
+
+func infoOf(a *wire.Attr) FileInfo {
+	if a == nil {
+		return FileInfo{}
+	}
+	return FileInfo{Ino: a.Ino, Type: a.Type, Mode: fs.FileMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
+		Nlink: a.Nlink, Mtime: time.Unix(0, a.Mtime), Ctime: time.Unix(0, a.Ctime), Rep: int(a.Rep),
+		Blocksize: int(a.Blocksize), Seq: a.Seq, Target: a.Target}
+}
+
+// DirEntry is one name in a directory.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Type FileType
+}
+
+// Txn is a transaction. Its operations must be called one at a time (a Txn
+// is not for concurrent use); use several transactions for parallelism.
+// Reads see committed data; a file's block list, once read, stays readable
+// until the transaction ends.
+type Txn struct {
+	c     *Client
+	id    uint64
+	used  bool
+	ended bool
+	mu    sync.Mutex
+	files []*File
+	nodes map[string]bool // datanode addresses written to (synced before commit)
+}
+
+// ID returns the transaction id.
+func (tx *Txn) ID() uint64 { return tx.id }
+
+func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	if tx.ended {
+		return nil, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
+	}
+	q.Txn = tx.id
+	tx.used = true
+	return tx.c.call(ctx, q)
+}
+
+// Commit writes out buffered file data, makes it durable on every datanode
+// written to, and commits. Once Commit returns nil, the changes survive any
+// crash.
+func (tx *Txn) Commit(ctx context.Context) error {
+	if tx.ended {
+		return fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
+	}
+	for _, f := range tx.files {
+		if err := f.Flush(ctx); err != nil {
+			tx.Abort(ctx)
+			return err
+		}
+	}
+	if err := tx.c.data.syncAll(ctx, tx.nodes); err != nil {
+		tx.Abort(ctx)
+		return fmt.Errorf("commit: %w", err)
+	}
+	if !tx.used {
+		tx.ended = true
+		return nil
+	}
+	_, err := tx.call(ctx, &wire.Request{Op: wire.OpCommit})
+	tx.ended = true
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Abort ends the transaction without changing anything.
+func (tx *Txn) Abort(ctx context.Context) error {
+	if tx.ended {
+		return nil
+	}
+	var err error
+	if tx.used {
+		_, err = tx.call(ctx, &wire.Request{Op: wire.OpAbort})
+	}
+	tx.ended = true
+	return err
+}
+
+func (tx *Txn) attrCall(ctx context.Context, q *wire.Request) (FileInfo, error) {
+	r, err := tx.call(ctx, q)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return infoOf(r.Attr), nil
+}
+
+// Lookup resolves path (following symbolic links).
+func (tx *Txn) Lookup(ctx context.Context, path string) (FileInfo, error) {
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpLookup, Path: path})
+}
+
+// Lstat resolves path without following a final symbolic link.
+func (tx *Txn) Lstat(ctx context.Context, path string) (FileInfo, error) {
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpLookup, Path: path, Flags: wire.FlagNoFollow})
+}
+
+// Stat returns the attributes of inode ino.
+func (tx *Txn) Stat(ctx context.Context, ino uint64) (FileInfo, error) {
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpStat, Ino: ino})
+}
+
+// CreateOptions are the attributes of a new file.
+type CreateOptions struct {
+	Mode fs.FileMode // default 0644
+	Rep  int         // replication; 0 means the cluster default
+}
+
+// Create creates a new, empty regular file; it fails with ErrExists if the
+// name is taken.
+func (tx *Txn) Create(ctx context.Context, path string, opt CreateOptions) (FileInfo, error) {
+	if opt.Rep < 0 || opt.Rep > wire.MaxReplica {
+		return FileInfo{}, fmt.Errorf("%s: %w: replication %d (1..%d)", path, ErrInvalid, opt.Rep, wire.MaxReplica)
+	}
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeFile, Mode: uint32(opt.Mode.Perm()),
+		Rep: uint8(opt.Rep), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+}
+
+// Mkdir creates a directory (mode 0 means 0755).
+func (tx *Txn) Mkdir(ctx context.Context, path string, mode fs.FileMode) (FileInfo, error) {
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeDir, Mode: uint32(mode.Perm()), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+}
+
+// MkdirAll creates a directory and any missing parents; an existing
+// directory is not an error.
+func (tx *Txn) MkdirAll(ctx context.Context, path string, mode fs.FileMode) (FileInfo, error) {
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeDir, Flags: wire.FlagParents, Mode: uint32(mode.Perm()), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+}
+
+// Symlink creates a symbolic link at path pointing to target.
+func (tx *Txn) Symlink(ctx context.Context, target, path string) (FileInfo, error) {
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Path2: target, Type: wire.TypeSymlink, User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+}
+
+// ReadDir lists a directory, sorted by name.
+func (tx *Txn) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
+	r, err := tx.call(ctx, &wire.Request{Op: wire.OpReadDir, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DirEntry, len(r.Entries))
+	for i, e := range r.Entries {
+		out[i] = DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}
+	}
+	return out, nil
+}
+
+// SetAttr lists attribute changes; nil fields are left alone.
+type SetAttr struct {
+	Mode  *fs.FileMode
+	User  *string
+	Group *string
+	Mtime *time.Time
+	Size  *int64
+	Rep   *int
+}
+
+// SetAttr changes attributes of inode ino.
+func (tx *Txn) SetAttr(ctx context.Context, ino uint64, s SetAttr) (FileInfo, error) {
+	q := &wire.Request{Op: wire.OpSetAttr, Ino: ino}
+	if s.Mode != nil {
+		q.Flags |= wire.FlagMode
+		q.Mode = uint32(s.Mode.Perm())
+	}
+	if s.User != nil {
+		q.Flags |= wire.FlagOwner
+		q.User = *s.User
+	}
+	if s.Group != nil {
+		q.Flags |= wire.FlagGroup
+		q.Group = *s.Group
+	}
+	if s.Mtime != nil {
+		q.Flags |= wire.FlagMtime
+		q.Mtime = s.Mtime.UnixNano()
+	}
+	if s.Size != nil {
+		q.Flags |= wire.FlagSize
+		q.Size = *s.Size
+	}
+	if s.Rep != nil {
+		if *s.Rep < 1 || *s.Rep > wire.MaxReplica {
+			return FileInfo{}, fmt.Errorf("%w: replication %d (1..%d)", ErrInvalid, *s.Rep, wire.MaxReplica)
+		}
+		q.Flags |= wire.FlagRep
+		q.Rep = uint8(*s.Rep)
+	}
+	return tx.attrCall(ctx, q)
+}
+
+// Truncate sets the size of file ino; blocks beyond it are freed at commit.
+func (tx *Txn) Truncate(ctx context.Context, ino uint64, size int64) error {
+	_, err := tx.SetAttr(ctx, ino, SetAttr{Size: &size})
+	return err
+}
+
+// Rename moves from to to, replacing a file (or empty directory) at to.
+func (tx *Txn) Rename(ctx context.Context, from, to string) error {
+	_, err := tx.call(ctx, &wire.Request{Op: wire.OpRename, Path: from, Path2: to})
+	return err
+}
+
+// Link makes newPath another name of the file at existing.
+func (tx *Txn) Link(ctx context.Context, existing, newPath string) error {
+	_, err := tx.call(ctx, &wire.Request{Op: wire.OpLink, Path: existing, Path2: newPath})
+	return err
+}
+
+// Unlink removes a file or symbolic link name. The file's data is deleted
+// when its last name is gone and no transaction uses it any more.
+func (tx *Txn) Unlink(ctx context.Context, path string) error {
+	_, err := tx.call(ctx, &wire.Request{Op: wire.OpUnlink, Path: path})
+	return err
+}
+
+// Rmdir removes an empty directory.
+func (tx *Txn) Rmdir(ctx context.Context, path string) error {
+	_, err := tx.call(ctx, &wire.Request{Op: wire.OpUnlink, Path: path, Flags: wire.FlagDir})
+	return err
+}
+
+// Glob returns the paths matching pattern (path.Match syntax per
+// component), expanded by the namenode.
+func (tx *Txn) Glob(ctx context.Context, pattern string) ([]string, error) {
+	r, err := tx.call(ctx, &wire.Request{Op: wire.OpGlob, Path: pattern})
+	if err != nil {
+		return nil, err
+	}
+	return r.Paths, nil
+}
+
+// Replica is where one replica of a run of blocks lives.
+type Replica struct {
+	Datanode string // identity
+	Addr     string
+	Start    uint64 // first block in the datanode's block store
+	Alive    bool
+}
+
+// Extent maps file blocks Index..Index+Count-1 to their replicas.
+type Extent struct {
+	Index    uint64
+	Count    int
+	Replicas []Replica
+}
+
+// Blocks returns the block list of file ino.
+func (tx *Txn) Blocks(ctx context.Context, ino uint64) ([]Extent, error) {
+	r, err := tx.call(ctx, &wire.Request{Op: wire.OpBlocks, Ino: ino})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Extent, len(r.Extents))
+	for i, x := range r.Extents {
+		out[i] = Extent{Index: x.Index, Count: int(x.Count)}
+		for _, rp := range x.Replicas {
+			n, _ := tx.c.node(rp.Node)
+			out[i].Replicas = append(out[i].Replicas, Replica{Datanode: n.Identity, Addr: n.Addr, Start: rp.Start, Alive: n.Alive})
+		}
+	}
+	return out, nil
+}
+
+// FsckReport is the result of a filesystem check.
+type FsckReport struct {
+	Problems []string // one line each, naming the path
+	Files    int
+	Blocks   int
+}
+
+// Fsck checks the metadata and every block replica's checksum on its
+// datanode.
+func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
+	r, err := c.call(ctx, &wire.Request{Op: wire.OpFsck})
+	if err != nil {
+		return FsckReport{}, err
+	}
+	rep := FsckReport{Problems: r.Problems, Files: len(r.Files)}
+	for _, f := range r.Files {
+		for _, x := range f.Extents {
+			rep.Blocks += int(x.Count)
+			for _, rp := range x.Replicas {
+				n, ok := c.node(rp.Node)
+				if !ok {
+					continue
+				}
+				bad, crcs, err := c.data.verify(ctx, n.Addr, rp.Start, uint64(x.Count))
+				if err != nil {
+					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: blocks %d-%d on datanode %s (%s): %v", f.Path, x.Index, x.Index+uint64(x.Count)-1, n.Identity, n.Addr, err))
+					continue
+				}
+				for _, b := range bad {
+					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: block %d: data does not match its checksum on datanode %s block %d", f.Path, x.Index+(b-rp.Start), n.Identity, b))
+				}
+				for k, crc := range crcs {
+					if k < len(x.CRC) && crc != x.CRC[k] {
+						rep.Problems = append(rep.Problems, fmt.Sprintf("%s: block %d: datanode %s block %d holds other data than was committed", f.Path, x.Index+uint64(k), n.Identity, rp.Start+uint64(k)))
+					}
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+var errEnded = errors.New("file closed")

@@ -1,0 +1,648 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+func init() {
+	register("put", "[-rep N] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
+	register("get", "/path LOCALFILE", "copy a PlasmaFS file to a local file", cmdGet)
+	register("cat", "/path...", "write PlasmaFS files to stdout", cmdCat)
+	register("ls", "[-l] [-i] [-a] [-d] [-1] [/path|glob...]", "list directories", cmdLs)
+	register("mkdir", "[-p] [-mode MODE] /dir...", "create directories", cmdMkdir)
+	register("create", "[-rep N] /path...", "create new empty files", cmdCreate)
+	register("rm", "[-r] /path|glob...", "remove files (and with -r, directory trees)", cmdRm)
+	register("mv", "/from /to", "rename or move", cmdMv)
+	register("ln", "[-s] TARGET /linkpath", "make a hard (or with -s, symbolic) link", cmdLn)
+	register("cp", "[-rep N] /from /to", "copy a file within PlasmaFS", cmdCp)
+	register("chmod", "MODE /path...", "change permission bits (octal)", cmdChmod)
+	register("chown", "USER[:GROUP] /path...", "change owner and group", cmdChown)
+	register("stat", "/path...", "show inode attributes", cmdStat)
+	register("blocks", "/path|glob...", "show block lists (file index range: datanode block ranges)", cmdBlocks)
+	register("fsstat", "", "show filesystem totals and datanodes", cmdFsstat)
+	register("fsck", "", "check metadata and every block replica; exit 1 on problems", cmdFsck)
+}
+
+func needArgs(f *flags, min, max int) error {
+	if len(f.pos) < min || (max >= 0 && len(f.pos) > max) {
+		return usagef("wrong number of arguments")
+	}
+	return nil
+}
+
+// withClient parses the flags, connects and runs fn.
+func withClient(ctx context.Context, f *flags, args []string, min, max int, fn func(c *client.Client) error) error {
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := needArgs(f, min, max); err != nil {
+		return err
+	}
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
+// expand expands globs on the PlasmaFS side; a pattern matching nothing is
+// an error naming it.
+func expand(ctx context.Context, c *client.Client, args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+			continue
+		}
+		var m []string
+		err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			var err error
+			m, err = tx.Glob(ctx, a)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%s: no match", a)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+func cmdPut(ctx context.Context, args []string) error {
+	f := newFlags("put", "[-rep N] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet.\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
+	rep := f.Int("rep", 0, "replication (0: cluster default)")
+	useStdin := f.Bool("stdin", false, "read the data from standard input")
+	every := f.Int64("commit-every", 1<<30, "commit after this many bytes")
+	var quiet bool
+	f.BoolVar(&quiet, "q", false, "no progress bar")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	want := 2
+	if *useStdin {
+		want = 1
+	}
+	if len(f.pos) != want {
+		return usagef("wrong number of arguments")
+	}
+	dst := f.pos[want-1]
+	var src io.Reader
+	var size int64 = -1
+	name := "stdin"
+	if !*useStdin {
+		name = f.pos[0]
+		lf, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		st, err := lf.Stat()
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			return fmt.Errorf("%s: is a directory", name)
+		}
+		size = st.Size()
+		src = lf
+	} else {
+		src = os.Stdin
+	}
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	bar := newProgress(size, "put", quiet)
+	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: *every})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Copied: %s -> %s (%d bytes)\n", name, dst, n)
+	return nil
+}
+
+func cmdGet(ctx context.Context, args []string) error {
+	f := newFlags("get", "/path LOCALFILE", "Copy a PlasmaFS file to a local file ('-' for stdout).", true)
+	var quiet bool
+	f.BoolVar(&quiet, "q", false, "no progress bar")
+	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			src, err := tx.Open(ctx, f.pos[0])
+			if err != nil {
+				return err
+			}
+			var out io.Writer = os.Stdout
+			if f.pos[1] != "-" {
+				lf, err := os.Create(f.pos[1])
+				if err != nil {
+					return err
+				}
+				defer lf.Close()
+				out = lf
+			}
+			bar := newProgress(src.Size(), "get", quiet)
+			_, err = src.WriteTo(io.MultiWriter(out, bar))
+			bar.finish()
+			if err != nil {
+				return err
+			}
+			if lf, ok := out.(*os.File); ok && lf != os.Stdout {
+				return lf.Sync()
+			}
+			return nil
+		})
+	})
+}
+
+func cmdCat(ctx context.Context, args []string) error {
+	f := newFlags("cat", "/path...", "Write PlasmaFS files to standard output.", true)
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		paths, err := expand(ctx, c, f.pos)
+		if err != nil {
+			return err
+		}
+		tx, _ := c.Begin(ctx)
+		defer tx.Abort(ctx)
+		for _, p := range paths {
+			src, err := tx.Open(ctx, p)
+			if err != nil {
+				return err
+			}
+			if _, err := src.WriteTo(stdout); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func typeChar(t client.FileType) byte {
+	switch t {
+	case client.TypeDir:
+		return 'd'
+	case client.TypeSymlink:
+		return 'l'
+	}
+	return '-'
+}
+
+func cmdLs(ctx context.Context, args []string) error {
+	f := newFlags("ls", "[-l] [-i] [-a] [-d] [-1] [/path|glob...]", "List directories (default /).", true)
+	long := f.Bool("l", false, "long format")
+	inum := f.Bool("i", false, "show inode numbers")
+	all := f.Bool("a", false, "include names starting with '.'")
+	dirOnly := f.Bool("d", false, "list a directory itself, not its contents")
+	f.Bool("1", false, "one name per line (the default when not -l)")
+	return withClient(ctx, f, expandShortFlags(args, "lida1"), 0, -1, func(c *client.Client) error {
+		targets := f.pos
+		if len(targets) == 0 {
+			targets = []string{"/"}
+		}
+		targets, err := expand(ctx, c, targets)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 1, ' ', tabwriter.AlignRight)
+		defer tw.Flush()
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			for ti, t := range targets {
+				fi, err := tx.Lstat(ctx, t)
+				if err != nil {
+					return err
+				}
+				if fi.Type == client.TypeSymlink && !*long {
+					if fi2, err := tx.Lookup(ctx, t); err == nil {
+						fi = fi2
+					}
+				}
+				type item struct {
+					name string
+					fi   client.FileInfo
+				}
+				var items []item
+				if fi.IsDir() && !*dirOnly {
+					ents, err := tx.ReadDir(ctx, t)
+					if err != nil {
+						return err
+					}
+					for _, e := range ents {
+						if !*all && strings.HasPrefix(e.Name, ".") {
+							continue
+						}
+						efi, err := tx.Lstat(ctx, path.Join(t, e.Name))
+						if err != nil {
+							if errors.Is(err, client.ErrNotFound) {
+								continue
+							}
+							return err
+						}
+						items = append(items, item{e.Name, efi})
+					}
+					if len(targets) > 1 {
+						if ti > 0 {
+							fmt.Fprintln(tw)
+						}
+						fmt.Fprintf(tw, "%s:\n", t)
+					}
+				} else {
+					items = append(items, item{t, fi})
+				}
+				for _, it := range items {
+					var b strings.Builder
+					if *inum {
+						fmt.Fprintf(&b, "%d\t ", it.fi.Ino)
+					}
+					if *long {
+						name := it.name
+						if it.fi.Type == client.TypeSymlink {
+							name += " -> " + it.fi.Target
+						}
+						fmt.Fprintf(&b, "%c%s\t %d\t %s\t %s\t %d\t %s\t %s", typeChar(it.fi.Type), modeString(it.fi.Mode), it.fi.Nlink,
+							it.fi.User, it.fi.Group, it.fi.Size, it.fi.Mtime.Format("2006-01-02 15:04"), "\x00"+name)
+					} else {
+						b.WriteString("\x00" + it.name)
+					}
+					line := strings.Replace(b.String(), "\x00", "", 1)
+					fmt.Fprintln(tw, line+"\t")
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// expandShortFlags turns "-li" into "-l -i" for the single-letter options
+// in letters, as ls users expect.
+func expandShortFlags(args []string, letters string) []string {
+	var out []string
+	for _, a := range args {
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], letters) == "" {
+			for _, c := range a[1:] {
+				out = append(out, "-"+string(c))
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func modeString(m fs.FileMode) string {
+	const rwx = "rwxrwxrwx"
+	b := []byte("---------")
+	for i := 0; i < 9; i++ {
+		if m&(1<<uint(8-i)) != 0 {
+			b[i] = rwx[i]
+		}
+	}
+	return string(b)
+}
+
+func cmdMkdir(ctx context.Context, args []string) error {
+	f := newFlags("mkdir", "[-p] /dir...", "Create directories.", true)
+	parents := f.Bool("p", false, "create missing parents; no error if the directory exists")
+	mode := f.String("mode", "755", "permission bits (octal)")
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		m, err := strconv.ParseUint(*mode, 8, 32)
+		if err != nil || m > 0o7777 {
+			return usagef("bad mode %q", *mode)
+		}
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			for _, p := range f.pos {
+				var err error
+				if *parents {
+					_, err = tx.MkdirAll(ctx, p, fs.FileMode(m))
+				} else {
+					_, err = tx.Mkdir(ctx, p, fs.FileMode(m))
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func cmdCreate(ctx context.Context, args []string) error {
+	f := newFlags("create", "[-rep N] /path...", "Create new, empty files (they must not exist).", true)
+	rep := f.Int("rep", 0, "replication (0: cluster default)")
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			for _, p := range f.pos {
+				if _, err := tx.Create(ctx, p, client.CreateOptions{Rep: *rep}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func cmdRm(ctx context.Context, args []string) error {
+	f := newFlags("rm", "[-r] /path|glob...", "Remove files; with -r, directories and their contents.", true)
+	recursive := f.Bool("r", false, "remove directories recursively")
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		paths, err := expand(ctx, c, f.pos)
+		if err != nil {
+			return err
+		}
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			for _, p := range paths {
+				if err := removePath(ctx, tx, p, *recursive); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func removePath(ctx context.Context, tx *client.Txn, p string, recursive bool) error {
+	fi, err := tx.Lstat(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return tx.Unlink(ctx, p)
+	}
+	if !recursive {
+		return fmt.Errorf("%s: is a directory (use rm -r)", p)
+	}
+	ents, err := tx.ReadDir(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := removePath(ctx, tx, path.Join(p, e.Name), true); err != nil {
+			return err
+		}
+	}
+	return tx.Rmdir(ctx, p)
+}
+
+func cmdMv(ctx context.Context, args []string) error {
+	f := newFlags("mv", "/from /to", "Rename or move a file or directory. If /to is a directory, move into it.", true)
+	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			to := f.pos[1]
+			if fi, err := tx.Lookup(ctx, to); err == nil && fi.IsDir() {
+				to = path.Join(to, path.Base(f.pos[0]))
+			}
+			return tx.Rename(ctx, f.pos[0], to)
+		})
+	})
+}
+
+func cmdLn(ctx context.Context, args []string) error {
+	f := newFlags("ln", "[-s] TARGET /linkpath", "Make a hard link, or with -s a symbolic link.", true)
+	sym := f.Bool("s", false, "symbolic link")
+	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			if *sym {
+				_, err := tx.Symlink(ctx, f.pos[0], f.pos[1])
+				return err
+			}
+			return tx.Link(ctx, f.pos[0], f.pos[1])
+		})
+	})
+}
+
+func cmdCp(ctx context.Context, args []string) error {
+	f := newFlags("cp", "[-rep N] /from /to", "Copy a file within PlasmaFS (the copy is new; /to must not exist).", true)
+	rep := f.Int("rep", 0, "replication of the copy (0: same as the source)")
+	var quiet bool
+	f.BoolVar(&quiet, "q", false, "no progress bar")
+	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
+		tx, _ := c.Begin(ctx)
+		defer tx.Abort(ctx)
+		src, err := tx.Open(ctx, f.pos[0])
+		if err != nil {
+			return err
+		}
+		r := *rep
+		if r == 0 {
+			fi, err := tx.Stat(ctx, src.Ino())
+			if err != nil {
+				return err
+			}
+			r = fi.Rep
+		}
+		bar := newProgress(src.Size(), "cp", quiet)
+		pr, pw := io.Pipe()
+		go func() { _, err := src.WriteTo(pw); pw.CloseWithError(err) }()
+		_, err = c.CopyIn(ctx, io.TeeReader(pr, bar), f.pos[1], client.CopyOptions{Rep: r, CommitEvery: 1 << 30})
+		pr.CloseWithError(err)
+		bar.finish()
+		return err
+	})
+}
+
+func cmdChmod(ctx context.Context, args []string) error {
+	f := newFlags("chmod", "MODE /path...", "Change permission bits (octal MODE).", true)
+	return withClient(ctx, f, args, 2, -1, func(c *client.Client) error {
+		m, err := strconv.ParseUint(f.pos[0], 8, 32)
+		if err != nil || m > 0o7777 {
+			return usagef("bad mode %q (octal, e.g. 644)", f.pos[0])
+		}
+		mode := fs.FileMode(m)
+		return forEachInode(ctx, c, f.pos[1:], client.SetAttr{Mode: &mode})
+	})
+}
+
+func cmdChown(ctx context.Context, args []string) error {
+	f := newFlags("chown", "USER[:GROUP] /path...", "Change owner (and group).", true)
+	return withClient(ctx, f, args, 2, -1, func(c *client.Client) error {
+		u, g, hasGroup := strings.Cut(f.pos[0], ":")
+		var s client.SetAttr
+		if u != "" {
+			s.User = &u
+		}
+		if hasGroup && g != "" {
+			s.Group = &g
+		}
+		if s.User == nil && s.Group == nil {
+			return usagef("empty owner %q", f.pos[0])
+		}
+		return forEachInode(ctx, c, f.pos[1:], s)
+	})
+}
+
+func forEachInode(ctx context.Context, c *client.Client, args []string, s client.SetAttr) error {
+	paths, err := expand(ctx, c, args)
+	if err != nil {
+		return err
+	}
+	return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		for _, p := range paths {
+			fi, err := tx.Lookup(ctx, p)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.SetAttr(ctx, fi.Ino, s); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		return nil
+	})
+}
+
+func cmdStat(ctx context.Context, args []string) error {
+	f := newFlags("stat", "/path...", "Show inode attributes.", true)
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		paths, err := expand(ctx, c, f.pos)
+		if err != nil {
+			return err
+		}
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			for _, p := range paths {
+				fi, err := tx.Lstat(ctx, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "  path: %s\n inode: %d\n  type: %s\n  mode: %04o (%c%s)\n owner: %s\n group: %s\n  size: %d\n links: %d\n mtime: %s\n ctime: %s\n",
+					p, fi.Ino, fi.Type, uint32(fi.Mode), typeChar(fi.Type), modeString(fi.Mode), fi.User, fi.Group, fi.Size, fi.Nlink,
+					fi.Mtime.Format(time.RFC3339Nano), fi.Ctime.Format(time.RFC3339Nano))
+				if fi.Type == client.TypeFile {
+					fmt.Fprintf(stdout, "   rep: %d\n   seq: %d\n", fi.Rep, fi.Seq)
+				}
+				if fi.Type == client.TypeSymlink {
+					fmt.Fprintf(stdout, "target: %s\n", fi.Target)
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func cmdBlocks(ctx context.Context, args []string) error {
+	f := newFlags("blocks", "/path|glob...", "Show block lists: file block index range, then the datanode block range of each replica.", true)
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		paths, err := expand(ctx, c, f.pos)
+		if err != nil {
+			return err
+		}
+		tx, _ := c.Begin(ctx)
+		defer tx.Abort(ctx)
+		for i, p := range paths {
+			fi, err := tx.Lookup(ctx, p)
+			if err != nil {
+				return err
+			}
+			if fi.Type != client.TypeFile {
+				return fmt.Errorf("%s: not a regular file", p)
+			}
+			xs, err := tx.Blocks(ctx, fi.Ino)
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			if len(paths) > 1 {
+				fmt.Fprintf(stdout, "%s:\n", p)
+			}
+			fmt.Fprint(stdout, FormatBlocks(xs, fi.Rep))
+		}
+		return nil
+	})
+}
+
+// FormatBlocks renders a block list as the original's "plasma blocks".
+func FormatBlocks(xs []client.Extent, requested int) string {
+	var b strings.Builder
+	blocks, actual := 0, -1
+	for _, x := range xs {
+		fmt.Fprintf(&b, "%9d - %9d:", x.Index, x.Index+uint64(x.Count)-1)
+		for _, r := range x.Replicas {
+			fmt.Fprintf(&b, "[%d-%d]", r.Start, r.Start+uint64(x.Count)-1)
+		}
+		b.WriteByte('\n')
+		blocks += x.Count * len(x.Replicas)
+		if actual < 0 || len(x.Replicas) < actual {
+			actual = len(x.Replicas)
+		}
+	}
+	if actual < 0 {
+		actual = 0
+	}
+	fmt.Fprintf(&b, "  blocks:                %d\n  actual replication:    %d\n  requested replication: %d\n", blocks, actual, requested)
+	return b.String()
+}
+
+func cmdFsstat(ctx context.Context, args []string) error {
+	f := newFlags("fsstat", "", "Show filesystem totals and datanodes.", true)
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		s, err := c.FsStat(ctx)
+		if err != nil {
+			return err
+		}
+		bs := uint64(s.Blocksize)
+		fmt.Fprintf(stdout, "blocksize:        %d\ntotal blocks:     %d (%s)\nused blocks:      %d (%s)\nfree blocks:      %d (%s)\nfiles:            %d\ndirectories:      %d\ndatanodes:        %d (%d alive)\nopen transactions: %d\n",
+			s.Blocksize, s.TotalBlocks, human(s.TotalBlocks*bs), s.UsedBlocks, human(s.UsedBlocks*bs), s.FreeBlocks, human(s.FreeBlocks*bs),
+			s.Files, s.Dirs, s.Datanodes, s.LiveDatanodes, s.OpenTxns)
+		nodes, err := c.Datanodes(ctx)
+		if err != nil {
+			return err
+		}
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+		for _, n := range nodes {
+			state := "alive"
+			if !n.Alive {
+				state = "DEAD"
+			}
+			fmt.Fprintf(stdout, "datanode %d %s %s %s used %d/%d blocks\n", n.ID, n.Identity, n.Addr, state, n.Used, n.Blocks)
+		}
+		return nil
+	})
+}
+
+func human(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+func cmdFsck(ctx context.Context, args []string) error {
+	f := newFlags("fsck", "", "Check metadata consistency and verify every block replica's checksum on its datanode.", true)
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		rep, err := c.Fsck(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range rep.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+		fmt.Fprintf(stdout, "fsck: %d files, %d blocks checked, %d problems\n", rep.Files, rep.Blocks, len(rep.Problems))
+		if len(rep.Problems) > 0 {
+			return fmt.Errorf("%d problems found", len(rep.Problems))
+		}
+		return nil
+	})
+}

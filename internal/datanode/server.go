@@ -1,0 +1,329 @@
+package datanode
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/rpc"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// Config configures a datanode server.
+type Config struct {
+	Dir       string
+	Namenode  string        // namenode address for registration and heartbeats
+	Heartbeat time.Duration // interval between heartbeats
+	Host      string        // host name reported to clients (to detect local readers)
+	Logger    *slog.Logger
+}
+
+// Server serves one volume over the data protocol.
+type Server struct {
+	cfg   Config
+	store *BlockStore
+	log   *slog.Logger
+	bufs  sync.Pool
+	ln    net.Listener
+	uln   *net.UnixListener
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// Open opens the volume for serving.
+func Open(cfg Config) (*Server, error) {
+	st, err := OpenBlockStore(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stop: make(chan struct{})}
+	bs := int(st.Config.Blocksize)
+	s.bufs.New = func() any { b := make([]byte, bs); return &b }
+	return s, nil
+}
+
+// Store returns the block store.
+func (s *Server) Store() *BlockStore { return s.store }
+
+// Register connects to the namenode and registers this volume at addr (the
+// data protocol address). It returns an error if the namenode refuses the
+// volume (other cluster, other blocksize); afterwards it keeps sending
+// heartbeats and re-registers after a lost connection until Close.
+func (s *Server) Register(ctx context.Context, addr, socket string) error {
+	c, err := s.register(ctx, addr, socket)
+	if err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go s.heartbeats(c, addr, socket)
+	return nil
+}
+
+func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
+	cfg := s.store.Config
+	return &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks}
+}
+
+func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
+	c, err := rpc.Dial(ctx, s.cfg.Namenode)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Call(ctx, &wire.Request{Op: wire.OpRegister, Node: s.nodeInfo(addr, socket)})
+	if err == nil && resp.Code != wire.OK {
+		err = fmt.Errorf("namenode %s refused datanode: %s", s.cfg.Namenode, resp.Msg)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.log.Info("registered with namenode", "namenode", s.cfg.Namenode, "id", resp.Nodes[0].ID)
+	return c, nil
+}
+
+func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.Heartbeat)
+	defer t.Stop()
+	ni := s.nodeInfo(addr, socket)
+	for {
+		select {
+		case <-s.stop:
+			c.Close()
+			return
+		case <-t.C:
+		}
+		if c == nil {
+			var err error
+			c, err = s.register(context.Background(), addr, socket)
+			if err != nil {
+				s.log.Warn("namenode unreachable, retrying", "err", err)
+				continue
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := c.Call(ctx, &wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}})
+		cancel()
+		if err == nil && resp.Code != wire.OK {
+			err = errors.New(resp.Msg)
+		}
+		if err != nil {
+			s.log.Warn("lost namenode connection", "err", err)
+			c.Close()
+			c = nil
+		}
+	}
+}
+
+// Serve accepts data protocol connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.stop:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		s.mu.Lock()
+		s.conns[nc] = struct{}{}
+		s.mu.Unlock()
+		go s.serveConn(nc)
+	}
+}
+
+// Close stops serving.
+func (s *Server) Close() error {
+	close(s.stop)
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	if s.uln != nil {
+		s.uln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return s.store.Close()
+}
+
+// hop is an outgoing connection to the next datanode of a write chain.
+type hop struct {
+	addr string
+	nc   net.Conn
+	r    *bufio.Reader
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+	}()
+	r := bufio.NewReaderSize(nc, 256<<10)
+	w := bufio.NewWriterSize(nc, 64<<10)
+	var next *hop
+	defer func() {
+		if next != nil {
+			next.nc.Close()
+		}
+	}()
+	var hbuf []byte
+	bs := int(s.store.Config.Blocksize)
+	for {
+		q, err := wire.ReadDataReq(r, hbuf)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.log.Debug("data connection closed", "remote", nc.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		var resp wire.DataResp
+		var payload []byte
+		var bufp *[]byte
+		switch q.Op {
+		case wire.DataWrite:
+			if int(q.Length) > bs {
+				s.log.Warn("write larger than a block, closing connection", "remote", nc.RemoteAddr(), "length", q.Length)
+				return
+			}
+			bufp = s.bufs.Get().(*[]byte)
+			data := (*bufp)[:q.Length]
+			if _, err := io.ReadFull(r, data); err != nil {
+				s.bufs.Put(bufp)
+				return
+			}
+			err := s.writeChain(&next, q, data)
+			s.bufs.Put(bufp)
+			bufp = nil
+			if err != nil {
+				resp = errResp(err)
+			}
+		case wire.DataRead:
+			bufp = s.bufs.Get().(*[]byte)
+			crc, err := s.store.Read(q.Block, *bufp)
+			if err != nil {
+				resp = errResp(err)
+			} else {
+				resp.CRC = crc
+				resp.Length = uint32(bs)
+				payload = *bufp
+			}
+		case wire.DataSync:
+			if err := s.store.Sync(); err != nil {
+				resp = errResp(err)
+			}
+		case wire.DataVerify:
+			bad, crcs, err := s.store.Verify(q.Block, uint64(q.Count))
+			if err != nil {
+				resp = errResp(err)
+			}
+			resp.Bad, resp.CRCs = bad, crcs
+		case wire.DataIdentity:
+			c := s.store.Config
+			resp.Identity, resp.Cluster, resp.Blocks, resp.Bsize = c.Identity, c.Cluster, c.Blocks, c.Blocksize
+		}
+		err = wire.WriteDataResp(w, &resp)
+		if err == nil && payload != nil {
+			_, err = w.Write(payload)
+		}
+		if bufp != nil {
+			s.bufs.Put(bufp)
+		}
+		// Flush only when no further request is already waiting, so a
+		// pipelining client gets few, large writes.
+		if err == nil && r.Buffered() == 0 {
+			err = w.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func errResp(err error) wire.DataResp {
+	code := wire.ErrCodeInternal
+	if errors.Is(err, ErrChecksum) {
+		code = wire.ErrCodeInvalid
+	}
+	return wire.DataResp{Status: code, Msg: err.Error()}
+}
+
+// writeChain stores data locally and, at the same time, forwards it to the
+// next datanode of the chain; it succeeds only if both succeed.
+func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
+	if len(q.Chain) == 0 {
+		return s.store.Write(q.Block, data, q.CRC)
+	}
+	h := q.Chain[0]
+	fwd := &wire.DataReq{Op: wire.DataWrite, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: q.Ticket}
+	if *next != nil && (*next).addr != h.Addr {
+		(*next).nc.Close()
+		*next = nil
+	}
+	if *next == nil {
+		nc, err := net.DialTimeout("tcp", h.Addr, 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("forward to datanode %s: %w", h.Addr, err)
+		}
+		*next = &hop{addr: h.Addr, nc: nc, r: bufio.NewReader(nc)}
+	}
+	n := *next
+	errc := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(n.nc, 4096)
+		err := wire.WriteDataReq(bw, fwd)
+		if err == nil {
+			_, err = bw.Write(data)
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		errc <- err
+	}()
+	lerr := s.store.Write(q.Block, data, q.CRC)
+	ferr := <-errc
+	if ferr == nil {
+		var resp *wire.DataResp
+		resp, ferr = wire.ReadDataResp(n.r)
+		if ferr == nil && resp.Status != wire.OK {
+			ferr = errors.New(resp.Msg)
+		}
+	}
+	if ferr != nil {
+		n.nc.Close()
+		*next = nil
+		ferr = fmt.Errorf("replica on datanode %s: %w", h.Addr, ferr)
+	}
+	return errors.Join(lerr, ferr)
+}

@@ -1,0 +1,258 @@
+package datanode
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum returns the CRC32C of a block whose first len(data) bytes are
+// data and the rest (up to blocksize) zeros.
+func Checksum(data []byte, blocksize int) uint32 {
+	c := crc32.Update(0, castagnoli, data)
+	for pad := blocksize - len(data); pad > 0; {
+		n := min(pad, len(zeros))
+		c = crc32.Update(c, castagnoli, zeros[:n])
+		pad -= n
+	}
+	return c
+}
+
+var zeros = make([]byte, 1<<20)
+
+// VolumeConfig is the content of a volume's config file.
+type VolumeConfig struct {
+	Identity  string `json:"identity"`
+	Cluster   string `json:"cluster"`
+	Blocksize uint32 `json:"blocksize"`
+	Blocks    uint64 `json:"blocks"`
+}
+
+// Init creates a volume in dir: a new identity, the config file and a
+// preallocated data file of size bytes (rounded down to whole blocks).
+func Init(dir, cluster string, blocksize uint32, size int64) (*VolumeConfig, error) {
+	if blocksize < 4096 || blocksize > 64<<20 || blocksize&(blocksize-1) != 0 {
+		return nil, fmt.Errorf("blocksize %d: must be a power of two between 4 KiB and 64 MiB", blocksize)
+	}
+	if cluster == "" {
+		return nil, errors.New("cluster name is empty")
+	}
+	blocks := uint64(size) / uint64(blocksize)
+	if size <= 0 || blocks == 0 {
+		return nil, fmt.Errorf("size %d is smaller than one block (%d bytes)", size, blocksize)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config")); err == nil {
+		return nil, fmt.Errorf("%s already holds a datanode volume (config exists)", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	cfg := &VolumeConfig{Identity: hex.EncodeToString(id), Cluster: cluster, Blocksize: blocksize, Blocks: blocks}
+	for _, f := range []struct {
+		name string
+		size int64
+	}{{"data", int64(blocks) * int64(blocksize)}, {"crc", int64(blocks) * 4}} {
+		fh, err := os.OpenFile(filepath.Join(dir, f.name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		err = unix.Fallocate(int(fh.Fd()), 0, 0, f.size)
+		if err != nil {
+			// Filesystems without fallocate: a sparse file still works.
+			err = fh.Truncate(f.size)
+		}
+		if err == nil {
+			err = fh.Sync()
+		}
+		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("preallocate %s: %w", f.name, err)
+		}
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	tmp := filepath.Join(dir, "config.tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "config")); err != nil {
+		return nil, err
+	}
+	return cfg, syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// BlockStore is one volume's blocks and checksums. Safe for concurrent use.
+type BlockStore struct {
+	Config VolumeConfig
+	data   *os.File
+	crcf   *os.File
+	mu     sync.RWMutex
+	crcs   []uint32
+}
+
+// ErrChecksum reports a block whose content does not match its checksum.
+var ErrChecksum = errors.New("checksum mismatch")
+
+// OpenBlockStore opens the volume in dir.
+func OpenBlockStore(dir string) (*BlockStore, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "config"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a datanode volume (run 'plasma datanode init'): %w", dir, err)
+	}
+	s := &BlockStore{}
+	if err := json.Unmarshal(b, &s.Config); err != nil || s.Config.Identity == "" || s.Config.Blocksize == 0 {
+		return nil, fmt.Errorf("%s/config is corrupt: %v", dir, err)
+	}
+	if s.data, err = os.OpenFile(filepath.Join(dir, "data"), os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	if s.crcf, err = os.OpenFile(filepath.Join(dir, "crc"), os.O_RDWR, 0); err != nil {
+		s.data.Close()
+		return nil, err
+	}
+	st, err := s.data.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if want := int64(s.Config.Blocks) * int64(s.Config.Blocksize); st.Size() < want {
+		s.Close()
+		return nil, fmt.Errorf("%s/data is %d bytes, config says %d blocks of %d: the volume is damaged", dir, st.Size(), s.Config.Blocks, s.Config.Blocksize)
+	}
+	raw := make([]byte, 4*s.Config.Blocks)
+	if _, err := s.crcf.ReadAt(raw, 0); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s/crc: %w", dir, err)
+	}
+	s.crcs = make([]uint32, s.Config.Blocks)
+	for i := range s.crcs {
+		s.crcs[i] = binary.LittleEndian.Uint32(raw[4*i:])
+	}
+	return s, nil
+}
+
+// DataFile returns the block file (for local short-circuit readers).
+func (s *BlockStore) DataFile() *os.File { return s.data }
+
+func (s *BlockStore) check(block uint64, count uint64) error {
+	if count == 0 || block >= s.Config.Blocks || count > s.Config.Blocks-block {
+		return fmt.Errorf("blocks %d+%d outside the volume (%d blocks)", block, count, s.Config.Blocks)
+	}
+	return nil
+}
+
+// Write stores data (at most one block, zero-padded) as block and records
+// crc after checking it against the data.
+func (s *BlockStore) Write(block uint64, data []byte, crc uint32) error {
+	bs := int(s.Config.Blocksize)
+	if err := s.check(block, 1); err != nil {
+		return err
+	}
+	if len(data) > bs {
+		return fmt.Errorf("write of %d bytes exceeds blocksize %d", len(data), bs)
+	}
+	if got := Checksum(data, bs); got != crc {
+		return fmt.Errorf("%w: block %d received with CRC %08x, sender computed %08x", ErrChecksum, block, got, crc)
+	}
+	off := int64(block) * int64(bs)
+	if _, err := s.data.WriteAt(data, off); err != nil {
+		return err
+	}
+	for pad := bs - len(data); pad > 0; {
+		n := min(pad, len(zeros))
+		if _, err := s.data.WriteAt(zeros[:n], off+int64(bs-pad)); err != nil {
+			return err
+		}
+		pad -= n
+	}
+	var c [4]byte
+	binary.LittleEndian.PutUint32(c[:], crc)
+	if _, err := s.crcf.WriteAt(c[:], int64(block)*4); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.crcs[block] = crc
+	s.mu.Unlock()
+	return nil
+}
+
+// Read reads block into buf (len ≥ blocksize), verifies it and returns its
+// checksum.
+func (s *BlockStore) Read(block uint64, buf []byte) (uint32, error) {
+	bs := int(s.Config.Blocksize)
+	if err := s.check(block, 1); err != nil {
+		return 0, err
+	}
+	if _, err := s.data.ReadAt(buf[:bs], int64(block)*int64(bs)); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	want := s.crcs[block]
+	s.mu.RUnlock()
+	if got := crc32.Checksum(buf[:bs], castagnoli); got != want {
+		return 0, fmt.Errorf("%w: block %d of volume %s reads as %08x, stored checksum %08x", ErrChecksum, block, s.Config.Identity, got, want)
+	}
+	return want, nil
+}
+
+// Verify checks count blocks from block and returns those that do not match
+// their checksums, and the stored checksums.
+func (s *BlockStore) Verify(block, count uint64) ([]uint64, []uint32, error) {
+	if err := s.check(block, count); err != nil {
+		return nil, nil, err
+	}
+	s.mu.RLock()
+	crcs := append([]uint32(nil), s.crcs[block:block+count]...)
+	s.mu.RUnlock()
+	buf := make([]byte, s.Config.Blocksize)
+	var bad []uint64
+	for b := block; b < block+count; b++ {
+		if _, err := s.Read(b, buf); err != nil {
+			if errors.Is(err, ErrChecksum) {
+				bad = append(bad, b)
+				continue
+			}
+			return bad, crcs, err
+		}
+	}
+	return bad, crcs, nil
+}
+
+// Sync makes all writes so far durable.
+func (s *BlockStore) Sync() error {
+	if err := unix.Fdatasync(int(s.data.Fd())); err != nil {
+		return fmt.Errorf("fdatasync data: %w", err)
+	}
+	if err := unix.Fdatasync(int(s.crcf.Fd())); err != nil {
+		return fmt.Errorf("fdatasync crc: %w", err)
+	}
+	return nil
+}
+
+// Close closes the volume files.
+func (s *BlockStore) Close() error {
+	s.data.Close()
+	return s.crcf.Close()
+}

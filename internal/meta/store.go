@@ -1,0 +1,61 @@
+package meta
+
+import "github.com/plasmafs/plasma/internal/wire"
+
+// Inode is an inode's durable attributes.
+type Inode = wire.Attr
+
+// EntryKey names a directory entry.
+type EntryKey struct {
+	Parent uint64
+	Name   string
+}
+
+// Entry is a directory entry.
+type Entry struct {
+	EntryKey
+	Ino uint64
+}
+
+// Datanode is a datanode volume known to the cluster.
+type Datanode struct {
+	ID       uint32
+	Identity string
+	Blocks   uint64
+	Enabled  bool
+}
+
+// Snapshot is the whole metadata, as loaded at start-up.
+type Snapshot struct {
+	Inodes    []Inode
+	Entries   []Entry
+	Blocks    map[uint64][]wire.Extent
+	Datanodes []Datanode
+	// InoLimit is the first inode number never handed out: numbers below it
+	// may have been seen by clients and are never reused.
+	InoLimit uint64
+}
+
+// Change is what one committed transaction (or one namenode action) writes.
+type Change struct {
+	PutInodes  []Inode
+	DelInodes  []uint64
+	PutEntries []Entry
+	DelEntries []EntryKey
+	// Blocks replaces the whole block list of each inode named.
+	Blocks    map[uint64][]wire.Extent
+	PutNodes  []Datanode
+	InoLimit  uint64 // raise the inode limit to this (0: unchanged)
+}
+
+// Store makes metadata durable. Implementations are used by one goroutine
+// at a time (the namenode's committer).
+type Store interface {
+	// Load reads the whole metadata. A new store holds only the root
+	// directory (inode 1).
+	Load() (*Snapshot, error)
+	// Apply writes all changes in one backend transaction and returns once
+	// they are durable (in relaxed mode, once they are written).
+	Apply(changes []*Change) error
+	Close() error
+}

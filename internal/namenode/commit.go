@@ -1,0 +1,230 @@
+package namenode
+
+import (
+	"time"
+
+	"github.com/plasmafs/plasma/internal/meta"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+type commitReq struct {
+	tx     *Txn // nil for namenode-internal changes
+	change *meta.Change
+	done   chan error // nil: nobody waits
+}
+
+// prepareCommit turns tx's private state into a store change. Called with
+// n.mu held; tx must not be used for anything else afterwards.
+func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
+	c := &meta.Change{}
+	now := time.Now().UnixNano()
+	for parent := range tx.touched {
+		if _, own := tx.inodes[parent]; own {
+			tx.inodes[parent].Mtime = now
+			continue
+		}
+		// A directory's mtime is updated without a lock: last commit wins.
+		if in := n.inodes[parent]; in != nil {
+			a := in.attr
+			a.Mtime = now
+			c.PutInodes = append(c.PutInodes, a)
+		}
+	}
+	for _, a := range tx.inodes {
+		c.PutInodes = append(c.PutInodes, *a)
+	}
+	for k, ino := range tx.entries {
+		if ino == 0 {
+			c.DelEntries = append(c.DelEntries, k)
+		} else {
+			c.PutEntries = append(c.PutEntries, meta.Entry{EntryKey: k, Ino: ino})
+		}
+	}
+	if len(tx.blocks) > 0 {
+		c.Blocks = tx.blocks
+	}
+	return c
+}
+
+// applyCommit makes a durable change visible in memory and ends tx.
+// Called by the committer with n.mu held.
+func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
+	n.epoch++
+	pf := pendingFree{epoch: n.epoch, runs: n.settleAllocations(tx, c)}
+	for _, a := range c.PutInodes {
+		in := n.inodes[a.Ino]
+		if in == nil {
+			in = &inode{}
+			if a.Type == wire.TypeDir {
+				in.entries = map[string]uint64{}
+			}
+			n.inodes[a.Ino] = in
+		}
+		in.attr = a
+	}
+	for _, k := range c.DelEntries {
+		if p := n.inodes[k.Parent]; p != nil {
+			delete(p.entries, k.Name)
+		}
+	}
+	for _, e := range c.PutEntries {
+		if p := n.inodes[e.Parent]; p != nil {
+			p.entries[e.Name] = e.Ino
+		}
+		if in := n.inodes[e.Ino]; in != nil && in.attr.Type == wire.TypeDir {
+			in.parent = e.Parent
+		}
+	}
+	for ino, xs := range c.Blocks {
+		if in := n.inodes[ino]; in != nil {
+			in.blocks = xs
+		}
+	}
+	// Inodes whose last link went away: delete now, or when the last
+	// transaction using them ends.
+	var dead []uint64
+	for _, a := range c.PutInodes {
+		in := n.inodes[a.Ino]
+		if a.Nlink != 0 || a.Ino == rootIno {
+			continue
+		}
+		others := in.users
+		if tx.used[a.Ino] {
+			others--
+		}
+		if others > 0 {
+			in.orphan = true
+			continue
+		}
+		dead = append(dead, a.Ino)
+		pf.runs = append(pf.runs, extentRuns(in.blocks)...)
+		delete(n.inodes, a.Ino)
+		delete(tx.used, a.Ino)
+	}
+	if len(pf.runs) > 0 {
+		n.pendingFree = append(n.pendingFree, pf)
+	}
+	if len(dead) > 0 {
+		// Deleted after the commit is acknowledged; if this is lost in a
+		// crash, the nlink-0 rows are removed at the next start-up.
+		n.deferChange(&meta.Change{DelInodes: dead})
+	}
+	n.endTxn(tx, true)
+}
+
+// committer applies queued commits in batches: one store transaction (and
+// one fsync) for everything that queued up while the previous batch was
+// being written.
+func (n *Namenode) committer() {
+	defer n.wg.Done()
+	for {
+		var batch []*commitReq
+		select {
+		case <-n.stop:
+			return
+		case r := <-n.commitQ:
+			batch = append(batch, r)
+		case <-n.kick:
+		}
+		n.mu.Lock()
+		for _, c := range n.deferred {
+			batch = append(batch, &commitReq{change: c})
+		}
+		n.deferred = nil
+		n.mu.Unlock()
+	drain:
+		for len(batch) < 1024 {
+			select {
+			case r := <-n.commitQ:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		changes := make([]*meta.Change, len(batch))
+		for i, r := range batch {
+			changes[i] = r.change
+		}
+		err := n.cfg.Store.Apply(changes)
+		n.batches.Add(1)
+		n.mu.Lock()
+		for _, r := range batch {
+			if r.tx == nil {
+				continue
+			}
+			if err != nil {
+				n.endTxn(r.tx, false)
+			} else {
+				n.applyCommit(r.tx, r.change)
+				n.commits.Add(1)
+			}
+		}
+		n.mu.Unlock()
+		if err != nil {
+			n.log.Error("metadata commit failed", "err", err, "transactions", len(batch))
+		}
+		for _, r := range batch {
+			if r.done != nil {
+				r.done <- err
+			}
+		}
+	}
+}
+
+// deferChange queues a namenode-internal change for the committer. Called
+// with n.mu held (so it must not block on the commit queue).
+func (n *Namenode) deferChange(c *meta.Change) {
+	n.deferred = append(n.deferred, c)
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// settleAllocations frees at once the blocks tx allocated but does not
+// reference at commit (a failed write, a block rewritten twice): nobody else
+// ever saw them. It returns the committed blocks tx replaced, which are
+// freed only when no older transaction remains.
+func (n *Namenode) settleAllocations(tx *Txn, c *meta.Change) []run {
+	if len(tx.allocated) == 0 {
+		return tx.freed
+	}
+	type blk struct {
+		node uint32
+		b    uint64
+	}
+	mine := map[blk]bool{}
+	for node, runs := range tx.allocated {
+		for _, r := range runs {
+			for b := r.start; b < r.start+r.count; b++ {
+				mine[blk{node, b}] = true
+			}
+		}
+	}
+	for _, xs := range c.Blocks {
+		for _, x := range xs {
+			for _, r := range x.Replicas {
+				for k := uint64(0); k < uint64(x.Count); k++ {
+					delete(mine, blk{r.Node, r.Start + k})
+				}
+			}
+		}
+	}
+	for k := range mine {
+		if dn := n.nodes[k.node]; dn != nil {
+			dn.used.clear(k.b, 1)
+		}
+	}
+	var out []run
+	for _, r := range tx.freed {
+		for b := r.start; b < r.start+r.count; b++ {
+			if !tx.ownsRun(r.node, b, 1) {
+				out = append(out, run{node: r.node, start: b, count: 1})
+			}
+		}
+	}
+	return out
+}

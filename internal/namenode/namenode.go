@@ -1,0 +1,240 @@
+package namenode
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/meta"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// Config configures a namenode.
+type Config struct {
+	Cluster   string
+	Blocksize uint32
+	Store     meta.Store
+	// TxnTimeout aborts a transaction that made no request for this long.
+	TxnTimeout time.Duration
+	// HeartbeatTimeout declares a datanode dead after this long without a
+	// heartbeat (a closed connection declares it dead at once).
+	HeartbeatTimeout time.Duration
+	// DefaultRep is the replication used when a client asks for 0.
+	DefaultRep uint8
+	Logger     *slog.Logger
+}
+
+type inode struct {
+	attr    wire.Attr
+	blocks  []wire.Extent     // files: committed block list
+	entries map[string]uint64 // directories: committed entries
+	parent  uint64            // directories: containing directory
+	users   int               // open transactions that touched this inode
+	orphan  bool              // unlinked while in use; delete when users drops to 0
+}
+
+type run struct {
+	node         uint32
+	start, count uint64
+}
+
+type pendingFree struct {
+	epoch uint64
+	runs  []run
+}
+
+// Namenode is the metadata service. Create it with New and serve
+// connections with Serve.
+type Namenode struct {
+	cfg Config
+	log *slog.Logger
+
+	mu          sync.Mutex
+	inodes      map[uint64]*inode
+	inoNext     uint64
+	inoLimit    uint64
+	locks       map[lockKey]*lockState
+	txns        map[txnKey]*Txn
+	nodes       map[uint32]*dnode
+	byIdentity  map[string]*dnode
+	epoch       uint64
+	pendingFree []pendingFree
+	renameLock  *Txn // holder of the directory-move lock
+
+	commitQ  chan *commitReq
+	kick     chan struct{}
+	deferred []*meta.Change // namenode-internal changes for the committer
+	stop    chan struct{}
+	wg      sync.WaitGroup
+
+	requests atomic.Uint64
+	perOp    [wire.NumOps]atomic.Uint64
+	commits  atomic.Uint64
+	batches  atomic.Uint64
+
+	lnMu sync.Mutex
+	lns  []net.Listener
+	conns map[*conn]struct{}
+}
+
+// New loads the metadata from cfg.Store and starts the committer.
+func New(cfg Config) (*Namenode, error) {
+	if cfg.Blocksize == 0 {
+		cfg.Blocksize = 1 << 20
+	}
+	if cfg.TxnTimeout == 0 {
+		cfg.TxnTimeout = 10 * time.Minute
+	}
+	if cfg.HeartbeatTimeout == 0 {
+		cfg.HeartbeatTimeout = 10 * time.Second
+	}
+	if cfg.DefaultRep == 0 {
+		cfg.DefaultRep = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	snap, err := cfg.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	n := &Namenode{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		inodes:     map[uint64]*inode{},
+		locks:      map[lockKey]*lockState{},
+		txns:       map[txnKey]*Txn{},
+		nodes:      map[uint32]*dnode{},
+		byIdentity: map[string]*dnode{},
+		commitQ:    make(chan *commitReq, 4096),
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		conns:      map[*conn]struct{}{},
+	}
+	for _, a := range snap.Inodes {
+		in := &inode{attr: a}
+		if a.Type == wire.TypeDir {
+			in.entries = map[string]uint64{}
+		}
+		in.blocks = snap.Blocks[a.Ino]
+		n.inodes[a.Ino] = in
+	}
+	if n.inodes[rootIno] == nil {
+		return nil, errors.New("metadata has no root directory")
+	}
+	for _, e := range snap.Entries {
+		p := n.inodes[e.Parent]
+		if p == nil || p.entries == nil {
+			n.log.Warn("entry in a missing or non-directory parent ignored", "parent", e.Parent, "name", e.Name)
+			continue
+		}
+		p.entries[e.Name] = e.Ino
+		if c := n.inodes[e.Ino]; c != nil && c.attr.Type == wire.TypeDir {
+			c.parent = e.Parent
+		}
+	}
+	n.inodes[rootIno].parent = rootIno
+	for _, d := range snap.Datanodes {
+		dn := &dnode{Datanode: d, used: newBlockMap(d.Blocks)}
+		n.nodes[d.ID] = dn
+		n.byIdentity[d.Identity] = dn
+	}
+	// Inodes unlinked while open when the namenode stopped are deleted now:
+	// no transaction survives a restart.
+	var orphans []uint64
+	for ino, in := range n.inodes {
+		if in.attr.Nlink == 0 && ino != rootIno {
+			orphans = append(orphans, ino)
+			continue
+		}
+		for _, x := range in.blocks {
+			for _, r := range x.Replicas {
+				if dn := n.nodes[r.Node]; dn != nil && r.Start+uint64(x.Count) <= dn.Blocks {
+					dn.used.set(r.Start, uint64(x.Count))
+				}
+			}
+		}
+	}
+	if len(orphans) > 0 {
+		for _, ino := range orphans {
+			delete(n.inodes, ino)
+		}
+		if err := cfg.Store.Apply([]*meta.Change{{DelInodes: orphans}}); err != nil {
+			return nil, fmt.Errorf("delete %d orphaned inodes: %w", len(orphans), err)
+		}
+	}
+	n.inoNext = snap.InoLimit
+	n.inoLimit = snap.InoLimit
+	n.wg.Add(2)
+	go n.committer()
+	go n.reaper()
+	return n, nil
+}
+
+const rootIno = 1
+
+// inoChunk inode numbers are reserved durably at a time, so numbers are
+// never reused across restarts without a store write per create.
+const inoChunk = 1 << 16
+
+// newIno returns a fresh inode number. Called with n.mu held.
+func (n *Namenode) newIno() (uint64, error) {
+	if n.inoNext >= n.inoLimit {
+		lim := n.inoNext + inoChunk
+		if err := n.cfg.Store.Apply([]*meta.Change{{InoLimit: lim}}); err != nil {
+			return 0, fmt.Errorf("reserve inode numbers: %w", err)
+		}
+		n.inoLimit = lim
+	}
+	ino := n.inoNext
+	n.inoNext++
+	return ino, nil
+}
+
+// Close stops listeners, closes connections (aborting their transactions)
+// and stops background work. It does not close the store.
+func (n *Namenode) Close() error {
+	n.lnMu.Lock()
+	for _, ln := range n.lns {
+		ln.Close()
+	}
+	for c := range n.conns {
+		c.nc.Close()
+	}
+	n.lnMu.Unlock()
+	close(n.stop)
+	n.wg.Wait()
+	return nil
+}
+
+// reaper aborts idle transactions and marks silent datanodes dead.
+func (n *Namenode) reaper() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case now := <-t.C:
+			n.mu.Lock()
+			for _, tx := range n.txns {
+				if !tx.committing && now.Sub(tx.lastUse) > n.cfg.TxnTimeout {
+					n.log.Info("aborting idle transaction", "txn", tx.key.id)
+					n.endTxn(tx, false)
+				}
+			}
+			for _, dn := range n.nodes {
+				if dn.alive && now.Sub(dn.lastSeen) > n.cfg.HeartbeatTimeout {
+					n.log.Warn("datanode missed heartbeats, marking dead", "node", dn.Identity)
+					dn.alive = false
+				}
+			}
+			n.mu.Unlock()
+		}
+	}
+}

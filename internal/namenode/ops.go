@@ -1,0 +1,592 @@
+package namenode
+
+import (
+	"sort"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// handle runs one request other than commit. Called with n.mu held.
+func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
+	var tx *Txn
+	if q.Txn != 0 {
+		tx = n.getTxn(c, q.Txn)
+		if tx.committing {
+			return nil, fail(wire.ErrCodeTxn, "transaction %d is committing", q.Txn)
+		}
+	}
+	needTxn := func() error {
+		if tx == nil {
+			return fail(wire.ErrCodeTxn, "%s needs a transaction", q.Op)
+		}
+		return nil
+	}
+	switch q.Op {
+	case wire.OpPing:
+		return &wire.Response{}, nil
+	case wire.OpAbort:
+		if tx != nil {
+			n.endTxn(tx, false)
+		}
+		return &wire.Response{}, nil
+	case wire.OpLookup:
+		ino, err := n.resolve(tx, q.Path, q.Flags&wire.FlagNoFollow == 0)
+		if err != nil {
+			return nil, err
+		}
+		return n.attrResponse(tx, ino)
+	case wire.OpStat:
+		return n.attrResponse(tx, q.Ino)
+	case wire.OpReadDir:
+		return n.readDir(tx, q)
+	case wire.OpBlocks:
+		a := n.attr(tx, q.Ino)
+		if a == nil {
+			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file", q.Ino)
+		}
+		if tx != nil {
+			n.use(tx, q.Ino)
+		}
+		return &wire.Response{Attr: cp(a), Extents: n.blockList(tx, q.Ino), Nodes: n.nodeList()}, nil
+	case wire.OpGlob:
+		paths, err := n.glob(tx, q.Path)
+		if err != nil {
+			return nil, err
+		}
+		return &wire.Response{Paths: paths}, nil
+	case wire.OpFsStat:
+		return n.fsStat(), nil
+	case wire.OpStats:
+		out := []uint64{n.requests.Load(), n.commits.Load(), n.batches.Load()}
+		for i := range n.perOp {
+			out = append(out, n.perOp[i].Load())
+		}
+		return &wire.Response{Counters: out}, nil
+	case wire.OpNodes:
+		return &wire.Response{Nodes: n.nodeList()}, nil
+	case wire.OpRegister:
+		if q.Node == nil {
+			return nil, fail(wire.ErrCodeInvalid, "register without node")
+		}
+		return n.register(c, q.Node)
+	case wire.OpHeartbeat:
+		if q.Node == nil {
+			return nil, fail(wire.ErrCodeInvalid, "heartbeat without node")
+		}
+		dn := n.byIdentity[q.Node.Identity]
+		if dn == nil || dn.conn != c {
+			return nil, fail(wire.ErrCodeInvalid, "heartbeat from an unregistered datanode")
+		}
+		dn.alive = true
+		dn.lastSeen = time.Now()
+		return &wire.Response{}, nil
+	case wire.OpFsck:
+		return n.fsck(), nil
+	}
+	// Everything below changes metadata.
+	if err := needTxn(); err != nil {
+		return nil, err
+	}
+	switch q.Op {
+	case wire.OpCreate:
+		return n.create(tx, q)
+	case wire.OpSetAttr:
+		return n.setAttr(tx, q)
+	case wire.OpUnlink:
+		return nil, n.unlink(tx, q.Path, q.Flags&wire.FlagDir != 0)
+	case wire.OpRename:
+		return nil, n.rename(tx, q.Path, q.Path2)
+	case wire.OpLink:
+		return n.link(tx, q.Path, q.Path2)
+	case wire.OpAllocate:
+		return n.allocateOp(tx, q)
+	case wire.OpSetBlocks:
+		return n.setBlocks(tx, q)
+	}
+	return nil, fail(wire.ErrCodeInvalid, "operation %s not supported", q.Op)
+}
+
+func cp(a *wire.Attr) *wire.Attr { c := *a; return &c }
+
+func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
+	a := n.attr(tx, ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
+	}
+	if tx != nil {
+		n.use(tx, ino)
+	}
+	out := cp(a)
+	out.Blocksize = n.cfg.Blocksize
+	return &wire.Response{Attr: out}, nil
+}
+
+func (n *Namenode) readDir(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	ino := q.Ino
+	if ino == 0 {
+		var err error
+		if ino, err = n.resolve(tx, q.Path, true); err != nil {
+			return nil, err
+		}
+	}
+	a := n.attr(tx, ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "%s: no such directory", q.Path)
+	}
+	if a.Type != wire.TypeDir {
+		return nil, fail(wire.ErrCodeNotDir, "%s: not a directory", q.Path)
+	}
+	m := n.list(tx, ino)
+	out := make([]wire.DirEntry, 0, len(m))
+	for name, c := range m {
+		e := wire.DirEntry{Name: name, Ino: c}
+		if ca := n.attr(tx, c); ca != nil {
+			e.Type = ca.Type
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return &wire.Response{Entries: out, Attr: cp(a)}, nil
+}
+
+func (n *Namenode) checkRep(rep uint8) (uint8, error) {
+	if rep == 0 {
+		rep = n.cfg.DefaultRep
+	}
+	if rep > wire.MaxReplica {
+		return 0, fail(wire.ErrCodeInvalid, "replication %d is over the limit of %d", rep, wire.MaxReplica)
+	}
+	if live := len(n.liveNodes()); int(rep) > live {
+		return 0, fail(wire.ErrCodeUnavailable, "replication %d requested but only %d datanodes are alive", rep, live)
+	}
+	return rep, nil
+}
+
+func (n *Namenode) create(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	if q.Type == wire.TypeDir && q.Flags&wire.FlagParents != 0 {
+		return n.mkdirAll(tx, q)
+	}
+	parent, name, err := n.resolveParent(tx, q.Path)
+	if err != nil {
+		return nil, err
+	}
+	return n.createIn(tx, q, parent, name)
+}
+
+func (n *Namenode) createIn(tx *Txn, q *wire.Request, parent uint64, name string) (*wire.Response, error) {
+	if err := n.lockShared(tx, parent); err != nil {
+		return nil, err
+	}
+	if err := n.lockEntry(tx, parent, name); err != nil {
+		return nil, err
+	}
+	if n.entry(tx, parent, name) != 0 {
+		return nil, fail(wire.ErrCodeExists, "%s: file exists", q.Path)
+	}
+	now := time.Now().UnixNano()
+	a := &wire.Attr{Type: q.Type, Mode: q.Mode & 07777, User: q.User, Group: q.Group, Nlink: 1, Mtime: now, Ctime: now}
+	if a.User == "" {
+		a.User = "root"
+	}
+	if a.Group == "" {
+		a.Group = a.User
+	}
+	switch q.Type {
+	case wire.TypeFile:
+		rep, err := n.checkRep(q.Rep)
+		if err != nil {
+			return nil, fail(wire.ErrCodeUnavailable, "%s: %v", q.Path, err)
+		}
+		a.Rep = rep
+		if q.Mode == 0 {
+			a.Mode = 0644
+		}
+	case wire.TypeDir:
+		a.Nlink = 2
+		if q.Mode == 0 {
+			a.Mode = 0755
+		}
+	case wire.TypeSymlink:
+		if q.Path2 == "" {
+			return nil, fail(wire.ErrCodeInvalid, "%s: empty symlink target", q.Path)
+		}
+		a.Mode = 0777
+		a.Target = q.Path2
+		a.Size = int64(len(q.Path2))
+	default:
+		return nil, fail(wire.ErrCodeInvalid, "%s: bad file type %d", q.Path, q.Type)
+	}
+	ino, err := n.newIno()
+	if err != nil {
+		return nil, err
+	}
+	a.Ino = ino
+	if err := n.lockInode(tx, ino); err != nil {
+		return nil, err
+	}
+	if tx.inodes == nil {
+		tx.inodes = map[uint64]*wire.Attr{}
+	}
+	tx.inodes[ino] = a
+	n.setEntry(tx, parent, name, ino)
+	if q.Type == wire.TypeDir {
+		if tx.parents == nil {
+			tx.parents = map[uint64]uint64{}
+		}
+		tx.parents[ino] = parent
+	}
+	out := cp(a)
+	out.Blocksize = n.cfg.Blocksize
+	return &wire.Response{Attr: out}, nil
+}
+
+func (n *Namenode) mkdirAll(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	if err := checkPath(q.Path); err != nil {
+		return nil, err
+	}
+	cur := uint64(rootIno)
+	prefix := ""
+	for _, name := range splitPath(q.Path) {
+		prefix += "/" + name
+		if err := checkName(name); err != nil {
+			return nil, fail(wire.ErrCodeInvalid, "%s: %v", prefix, err)
+		}
+		if c := n.entry(tx, cur, name); c != 0 {
+			// Follow symlinks to directories as mkdir -p does.
+			ino, err := n.resolve(tx, prefix, true)
+			if err != nil {
+				return nil, err
+			}
+			if a := n.attr(tx, ino); a == nil || a.Type != wire.TypeDir {
+				return nil, fail(wire.ErrCodeNotDir, "%s: exists and is not a directory", prefix)
+			}
+			cur = ino
+			continue
+		}
+		sub := *q
+		sub.Path = prefix
+		if _, err := n.createIn(tx, &sub, cur, name); err != nil {
+			return nil, err
+		}
+		cur = n.entry(tx, cur, name)
+	}
+	return n.attrResponse(tx, cur)
+}
+
+// dropBlocks removes blocks at index ≥ keep from ino's list in tx.
+func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
+	old := n.blockList(tx, ino)
+	var out []wire.Extent
+	for _, x := range old {
+		end := x.Index + uint64(x.Count)
+		switch {
+		case end <= keep:
+			out = append(out, x)
+		case x.Index >= keep:
+			tx.freed = append(tx.freed, extentRuns([]wire.Extent{x})...)
+		default:
+			k := keep - x.Index
+			head := wire.Extent{Index: x.Index, Count: uint32(k), CRC: x.CRC[:k]}
+			for _, r := range x.Replicas {
+				head.Replicas = append(head.Replicas, r)
+				tx.freed = append(tx.freed, run{node: r.Node, start: r.Start + k, count: uint64(x.Count) - k})
+			}
+			out = append(out, head)
+		}
+	}
+	if tx.blocks == nil {
+		tx.blocks = map[uint64][]wire.Extent{}
+	}
+	tx.blocks[ino] = out
+}
+
+func (n *Namenode) setAttr(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	a, err := n.mutAttr(tx, q.Ino)
+	if err != nil {
+		if err == errNotFound {
+			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
+		}
+		return nil, err
+	}
+	now := time.Now().UnixNano()
+	if q.Flags&wire.FlagMode != 0 {
+		a.Mode = q.Mode & 07777
+	}
+	if q.Flags&wire.FlagOwner != 0 {
+		a.User = q.User
+	}
+	if q.Flags&wire.FlagGroup != 0 {
+		a.Group = q.Group
+	}
+	if q.Flags&wire.FlagRep != 0 {
+		rep, err := n.checkRep(q.Rep)
+		if err != nil {
+			return nil, err
+		}
+		a.Rep = rep
+	}
+	if q.Flags&wire.FlagSize != 0 {
+		if a.Type != wire.TypeFile {
+			return nil, fail(wire.ErrCodeIsDir, "inode %d: only regular files have a settable size", q.Ino)
+		}
+		if q.Size < 0 {
+			return nil, fail(wire.ErrCodeInvalid, "negative size %d", q.Size)
+		}
+		bs := int64(n.cfg.Blocksize)
+		if q.Size < a.Size {
+			n.dropBlocks(tx, q.Ino, uint64((q.Size+bs-1)/bs))
+		}
+		a.Size = q.Size
+		a.Seq++
+		a.Mtime = now
+	}
+	if q.Flags&wire.FlagMtime != 0 {
+		a.Mtime = q.Mtime
+	}
+	a.Ctime = now
+	out := cp(a)
+	out.Blocksize = n.cfg.Blocksize
+	return &wire.Response{Attr: out}, nil
+}
+
+func (n *Namenode) isEmptyDir(tx *Txn, ino uint64) bool { return len(n.list(tx, ino)) == 0 }
+
+func (n *Namenode) unlink(tx *Txn, p string, dir bool) error {
+	parent, name, err := n.resolveParent(tx, p)
+	if err != nil {
+		return err
+	}
+	if err := n.lockEntry(tx, parent, name); err != nil {
+		return err
+	}
+	ino := n.entry(tx, parent, name)
+	if ino == 0 {
+		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
+	}
+	a := n.attr(tx, ino)
+	if a == nil {
+		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
+	}
+	if a.Type == wire.TypeDir {
+		if !dir {
+			return fail(wire.ErrCodeIsDir, "%s: is a directory", p)
+		}
+		// The exclusive lock conflicts with creators holding it shared.
+		if err := n.lockInode(tx, ino); err != nil {
+			return err
+		}
+		if !n.isEmptyDir(tx, ino) {
+			return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", p)
+		}
+	} else if dir {
+		return fail(wire.ErrCodeNotDir, "%s: not a directory", p)
+	}
+	ma, err := n.mutAttr(tx, ino)
+	if err != nil {
+		return err
+	}
+	if ma.Type == wire.TypeDir {
+		ma.Nlink = 0
+	} else {
+		ma.Nlink--
+	}
+	ma.Ctime = time.Now().UnixNano()
+	n.setEntry(tx, parent, name, 0)
+	return nil
+}
+
+func (n *Namenode) link(tx *Txn, existing, newPath string) (*wire.Response, error) {
+	ino, err := n.resolve(tx, existing, false)
+	if err != nil {
+		return nil, err
+	}
+	parent, name, err := n.resolveParent(tx, newPath)
+	if err != nil {
+		return nil, err
+	}
+	if a := n.attr(tx, ino); a.Type == wire.TypeDir {
+		return nil, fail(wire.ErrCodePerm, "%s: hard links to directories are not allowed", existing)
+	}
+	if err := n.lockShared(tx, parent); err != nil {
+		return nil, err
+	}
+	if err := n.lockEntry(tx, parent, name); err != nil {
+		return nil, err
+	}
+	if n.entry(tx, parent, name) != 0 {
+		return nil, fail(wire.ErrCodeExists, "%s: file exists", newPath)
+	}
+	a, err := n.mutAttr(tx, ino)
+	if err != nil {
+		return nil, err
+	}
+	a.Nlink++
+	a.Ctime = time.Now().UnixNano()
+	n.setEntry(tx, parent, name, ino)
+	return &wire.Response{Attr: cp(a)}, nil
+}
+
+func (n *Namenode) rename(tx *Txn, from, to string) error {
+	sp, sname, err := n.resolveParent(tx, from)
+	if err != nil {
+		return err
+	}
+	dp, dname, err := n.resolveParent(tx, to)
+	if err != nil {
+		return err
+	}
+	if err := n.lockEntry(tx, sp, sname); err != nil {
+		return err
+	}
+	if err := n.lockEntry(tx, dp, dname); err != nil {
+		return err
+	}
+	if err := n.lockShared(tx, dp); err != nil {
+		return err
+	}
+	src := n.entry(tx, sp, sname)
+	if src == 0 {
+		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", from)
+	}
+	sa := n.attr(tx, src)
+	if sp == dp && sname == dname {
+		return nil
+	}
+	if sa.Type == wire.TypeDir {
+		// Moving a directory: take the namespace-wide move lock so two
+		// concurrent moves cannot form a cycle, then check for one.
+		if n.renameLock != nil && n.renameLock != tx {
+			return errConflict
+		}
+		n.renameLock = tx
+		for d := dp; ; d = n.parentOf(tx, d) {
+			if d == src {
+				return fail(wire.ErrCodeInvalid, "cannot move %s into itself (%s)", from, to)
+			}
+			if d == rootIno {
+				break
+			}
+		}
+		if err := n.lockInode(tx, src); err != nil {
+			return err
+		}
+	}
+	if dst := n.entry(tx, dp, dname); dst != 0 {
+		da := n.attr(tx, dst)
+		switch {
+		case da.Type == wire.TypeDir && sa.Type != wire.TypeDir:
+			return fail(wire.ErrCodeIsDir, "cannot overwrite directory %s with non-directory %s", to, from)
+		case da.Type != wire.TypeDir && sa.Type == wire.TypeDir:
+			return fail(wire.ErrCodeNotDir, "cannot overwrite non-directory %s with directory %s", to, from)
+		case da.Type == wire.TypeDir:
+			if err := n.lockInode(tx, dst); err != nil {
+				return err
+			}
+			if !n.isEmptyDir(tx, dst) {
+				return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", to)
+			}
+		}
+		ma, err := n.mutAttr(tx, dst)
+		if err != nil {
+			return err
+		}
+		if ma.Type == wire.TypeDir {
+			ma.Nlink = 0
+		} else {
+			ma.Nlink--
+		}
+	}
+	n.setEntry(tx, sp, sname, 0)
+	n.setEntry(tx, dp, dname, src)
+	if sa.Type == wire.TypeDir {
+		if tx.parents == nil {
+			tx.parents = map[uint64]uint64{}
+		}
+		tx.parents[src] = dp
+	}
+	return nil
+}
+
+func (n *Namenode) allocateOp(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	if q.Count == 0 || q.Count > 1<<20 {
+		return nil, fail(wire.ErrCodeInvalid, "allocate: bad block count %d", q.Count)
+	}
+	if q.Index > 1<<40 {
+		return nil, fail(wire.ErrCodeInvalid, "allocate: block index %d too large", q.Index)
+	}
+	a, err := n.mutAttr(tx, q.Ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Type != wire.TypeFile {
+		return nil, fail(wire.ErrCodeIsDir, "inode %d is not a regular file", q.Ino)
+	}
+	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.Response{Extents: xs, Nodes: n.nodeList()}, nil
+}
+
+// ownsRun reports whether tx allocated blocks start..start+count-1 of node.
+func (tx *Txn) ownsRun(node uint32, start, count uint64) bool {
+	for _, r := range tx.allocated[node] {
+		if r.start <= start && start+count <= r.start+r.count {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Namenode) setBlocks(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	a, err := n.mutAttr(tx, q.Ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Type != wire.TypeFile {
+		return nil, fail(wire.ErrCodeIsDir, "inode %d is not a regular file", q.Ino)
+	}
+	for _, x := range q.Extents {
+		if x.Count == 0 || len(x.CRC) != int(x.Count) || len(x.Replicas) == 0 {
+			return nil, fail(wire.ErrCodeInvalid, "setblocks: extent at index %d lacks checksums or replicas", x.Index)
+		}
+		for _, r := range x.Replicas {
+			if !tx.ownsRun(r.Node, r.Start, uint64(x.Count)) {
+				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d on datanode %d were not allocated by this transaction", r.Start, x.Count, r.Node)
+			}
+		}
+	}
+	merged, freed := mergeBlocks(n.blockList(tx, q.Ino), q.Extents)
+	tx.freed = append(tx.freed, freed...)
+	if tx.blocks == nil {
+		tx.blocks = map[uint64][]wire.Extent{}
+	}
+	tx.blocks[q.Ino] = merged
+	if q.Flags&wire.FlagSize != 0 {
+		a.Size = q.Size
+	}
+	a.Seq++
+	a.Mtime = time.Now().UnixNano()
+	return &wire.Response{}, nil
+}
+
+func (n *Namenode) fsStat() *wire.Response {
+	var total, used, alive, files, dirs uint64
+	for _, dn := range n.nodes {
+		total += dn.Blocks
+		used += dn.used.nused
+		if dn.alive {
+			alive++
+		}
+	}
+	for _, in := range n.inodes {
+		switch in.attr.Type {
+		case wire.TypeDir:
+			dirs++
+		default:
+			files++
+		}
+	}
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(len(n.nodes)), alive, uint64(len(n.txns))}}
+}

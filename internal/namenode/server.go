@@ -1,0 +1,138 @@
+package namenode
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// conn is one client (or datanode) connection. Requests are read and
+// answered in order by one goroutine; only commits, which wait for the
+// disk, are answered from a goroutine of their own.
+type conn struct {
+	nc  net.Conn
+	wmu sync.Mutex
+}
+
+func (c *conn) send(id uint64, r *wire.Response) error {
+	b := wire.AppendResponse(wire.BeginFrame(make([]byte, 0, 128)), r)
+	b = wire.FinishFrame(b, id)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// Serve accepts connections on ln until Close.
+func (n *Namenode) Serve(ln net.Listener) error {
+	n.lnMu.Lock()
+	n.lns = append(n.lns, ln)
+	n.lnMu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-n.stop:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		c := &conn{nc: nc}
+		n.lnMu.Lock()
+		n.conns[c] = struct{}{}
+		n.lnMu.Unlock()
+		go n.serveConn(c)
+	}
+}
+
+func (n *Namenode) serveConn(c *conn) {
+	defer func() {
+		c.nc.Close()
+		n.lnMu.Lock()
+		delete(n.conns, c)
+		n.lnMu.Unlock()
+		n.mu.Lock()
+		for k, tx := range n.txns {
+			if k.conn == c && !tx.committing {
+				n.endTxn(tx, false)
+			}
+		}
+		n.connClosed(c)
+		n.mu.Unlock()
+	}()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		id, payload, nb, err := wire.ReadFrame(r, buf)
+		buf = nb
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				n.log.Debug("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		q, err := wire.DecodeRequest(payload)
+		if err != nil {
+			n.log.Warn("bad request, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			return
+		}
+		n.requests.Add(1)
+		n.perOp[q.Op].Add(1)
+		if q.Op == wire.OpCommit {
+			n.commit(c, id, q.Txn)
+			continue
+		}
+		n.mu.Lock()
+		resp, err := n.handle(c, q)
+		n.mu.Unlock()
+		if err != nil {
+			resp = toResponse(err)
+		}
+		if err := c.send(id, resp); err != nil {
+			return
+		}
+	}
+}
+
+// commit queues tx for the committer and answers when it is durable.
+func (n *Namenode) commit(c *conn, id, txID uint64) {
+	n.mu.Lock()
+	tx := n.txns[txnKey{c, txID}]
+	if tx == nil || tx.committing {
+		n.mu.Unlock()
+		// Clients send commit only for transactions they used, so a missing
+		// one was aborted (timeout, conflict handling) and must not be
+		// reported as committed.
+		c.send(id, &wire.Response{Code: wire.ErrCodeTxn, Msg: fmt.Sprintf("transaction %d is not open (aborted or timed out); nothing was committed", txID)})
+		return
+	}
+	if len(tx.inodes) == 0 && len(tx.entries) == 0 && len(tx.blocks) == 0 {
+		n.endTxn(tx, true)
+		n.mu.Unlock()
+		c.send(id, &wire.Response{})
+		return
+	}
+	tx.committing = true
+	req := &commitReq{tx: tx, change: n.prepareCommit(tx), done: make(chan error, 1)}
+	n.mu.Unlock()
+	n.commitQ <- req
+	go func() {
+		if err := <-req.done; err != nil {
+			c.send(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: "commit failed: " + err.Error()})
+			return
+		}
+		c.send(id, &wire.Response{})
+	}()
+}

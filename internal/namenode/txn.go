@@ -1,0 +1,329 @@
+package namenode
+
+import (
+	"time"
+
+	"github.com/plasmafs/plasma/internal/meta"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+type txnKey struct {
+	conn *conn
+	id   uint64
+}
+
+// Txn is one open transaction. Its fields are guarded by Namenode.mu.
+type Txn struct {
+	key        txnKey
+	start      uint64 // epoch when the transaction began
+	lastUse    time.Time
+	committing bool
+
+	inodes    map[uint64]*wire.Attr     // created or modified inodes (private copies)
+	entries   map[meta.EntryKey]uint64  // changed entries; 0 means removed
+	blocks    map[uint64][]wire.Extent  // new block lists of written files
+	seen      map[uint64][]wire.Extent  // block lists handed out: repeatable until the end
+	parents   map[uint64]uint64         // moved directories → new parent
+	touched   map[uint64]bool           // directories whose mtime the commit updates
+	used      map[uint64]bool           // inodes this transaction counts as a user of
+	locks     []lockKey
+	allocated map[uint32][]run // blocks allocated by this transaction
+	freed     []run            // blocks dropped from block lists
+}
+
+type lockKey struct {
+	ino   uint64
+	name  string
+	entry bool // a directory entry (ino is the parent) rather than an inode
+}
+
+// lockState: an exclusive owner, or any number of shared holders (shared
+// locks on a directory keep it from being removed while entries are
+// created in it).
+type lockState struct {
+	owner  *Txn
+	shared map[*Txn]bool
+}
+
+func (n *Namenode) getTxn(c *conn, id uint64) *Txn {
+	k := txnKey{c, id}
+	tx := n.txns[k]
+	if tx == nil {
+		tx = &Txn{key: k, start: n.epoch}
+		n.txns[k] = tx
+	}
+	tx.lastUse = time.Now()
+	return tx
+}
+
+// lock takes an exclusive lock, or reports a conflict at once.
+func (n *Namenode) lock(tx *Txn, k lockKey) error {
+	l := n.locks[k]
+	if l == nil {
+		l = &lockState{}
+		n.locks[k] = l
+	}
+	if l.owner == tx {
+		return nil
+	}
+	if l.owner != nil {
+		return errConflict
+	}
+	for h := range l.shared {
+		if h != tx {
+			return errConflict
+		}
+	}
+	l.owner = tx
+	tx.locks = append(tx.locks, k)
+	return nil
+}
+
+func (n *Namenode) lockShared(tx *Txn, ino uint64) error {
+	k := lockKey{ino: ino}
+	l := n.locks[k]
+	if l == nil {
+		l = &lockState{}
+		n.locks[k] = l
+	}
+	if l.owner != nil && l.owner != tx {
+		return errConflict
+	}
+	if l.shared[tx] || l.owner == tx {
+		return nil
+	}
+	if l.shared == nil {
+		l.shared = map[*Txn]bool{}
+	}
+	l.shared[tx] = true
+	tx.locks = append(tx.locks, k)
+	return nil
+}
+
+func (n *Namenode) lockInode(tx *Txn, ino uint64) error { return n.lock(tx, lockKey{ino: ino}) }
+func (n *Namenode) lockEntry(tx *Txn, parent uint64, name string) error {
+	return n.lock(tx, lockKey{ino: parent, name: name, entry: true})
+}
+
+func (n *Namenode) releaseLocks(tx *Txn) {
+	for _, k := range tx.locks {
+		l := n.locks[k]
+		if l == nil {
+			continue
+		}
+		if l.owner == tx {
+			l.owner = nil
+		}
+		delete(l.shared, tx)
+		if l.owner == nil && len(l.shared) == 0 {
+			delete(n.locks, k)
+		}
+	}
+	tx.locks = nil
+	if n.renameLock == tx {
+		n.renameLock = nil
+	}
+}
+
+// use records tx as a user of ino, so an unlink does not delete it while
+// tx may still read it.
+func (n *Namenode) use(tx *Txn, ino uint64) {
+	if tx.used[ino] {
+		return
+	}
+	in := n.inodes[ino]
+	if in == nil {
+		return
+	}
+	if tx.used == nil {
+		tx.used = map[uint64]bool{}
+	}
+	tx.used[ino] = true
+	in.users++
+}
+
+// attr returns ino's attributes as tx sees them (nil if missing).
+func (n *Namenode) attr(tx *Txn, ino uint64) *wire.Attr {
+	if tx != nil {
+		if a := tx.inodes[ino]; a != nil {
+			return a
+		}
+	}
+	if in := n.inodes[ino]; in != nil && (in.attr.Nlink > 0 || ino == rootIno || tx != nil && tx.used[ino]) {
+		return &in.attr
+	}
+	return nil
+}
+
+// mutAttr locks ino for tx and returns its private, modifiable attributes.
+func (n *Namenode) mutAttr(tx *Txn, ino uint64) (*wire.Attr, error) {
+	if a := tx.inodes[ino]; a != nil {
+		return a, nil
+	}
+	in := n.inodes[ino]
+	if in == nil {
+		return nil, errNotFound
+	}
+	if err := n.lockInode(tx, ino); err != nil {
+		return nil, err
+	}
+	a := in.attr
+	if tx.inodes == nil {
+		tx.inodes = map[uint64]*wire.Attr{}
+	}
+	tx.inodes[ino] = &a
+	n.use(tx, ino)
+	return &a, nil
+}
+
+// entry returns the inode a name refers to as tx sees it (0 if none).
+func (n *Namenode) entry(tx *Txn, parent uint64, name string) uint64 {
+	if tx != nil {
+		if ino, ok := tx.entries[meta.EntryKey{Parent: parent, Name: name}]; ok {
+			return ino
+		}
+	}
+	if in := n.inodes[parent]; in != nil && in.entries != nil {
+		return in.entries[name]
+	}
+	return 0
+}
+
+func (n *Namenode) setEntry(tx *Txn, parent uint64, name string, ino uint64) {
+	if tx.entries == nil {
+		tx.entries = map[meta.EntryKey]uint64{}
+	}
+	tx.entries[meta.EntryKey{Parent: parent, Name: name}] = ino
+	if tx.touched == nil {
+		tx.touched = map[uint64]bool{}
+	}
+	tx.touched[parent] = true
+}
+
+// list returns the entries of directory ino as tx sees them.
+func (n *Namenode) list(tx *Txn, ino uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	if in := n.inodes[ino]; in != nil {
+		for k, v := range in.entries {
+			out[k] = v
+		}
+	}
+	if tx != nil {
+		for k, v := range tx.entries {
+			if k.Parent != ino {
+				continue
+			}
+			if v == 0 {
+				delete(out, k.Name)
+			} else {
+				out[k.Name] = v
+			}
+		}
+	}
+	return out
+}
+
+// blockList returns ino's block list as tx sees it. The committed list,
+// once handed to tx, stays the same until tx ends.
+func (n *Namenode) blockList(tx *Txn, ino uint64) []wire.Extent {
+	if tx != nil {
+		if xs, ok := tx.blocks[ino]; ok {
+			return xs
+		}
+		if xs, ok := tx.seen[ino]; ok {
+			return xs
+		}
+	}
+	in := n.inodes[ino]
+	if in == nil {
+		return nil
+	}
+	if tx != nil {
+		if tx.seen == nil {
+			tx.seen = map[uint64][]wire.Extent{}
+		}
+		tx.seen[ino] = in.blocks
+		n.use(tx, ino)
+	}
+	return in.blocks
+}
+
+// endTxn ends tx: on abort its allocations return to the free maps.
+// Called with n.mu held; the committer calls it with commit=true after the
+// changes are applied.
+func (n *Namenode) endTxn(tx *Txn, committed bool) {
+	if !committed {
+		for node, runs := range tx.allocated {
+			if dn := n.nodes[node]; dn != nil {
+				for _, r := range runs {
+					dn.used.clear(r.start, r.count)
+				}
+			}
+		}
+	}
+	n.releaseLocks(tx)
+	delete(n.txns, tx.key)
+	var gone []uint64
+	for ino := range tx.used {
+		in := n.inodes[ino]
+		if in == nil {
+			continue
+		}
+		in.users--
+		if in.users == 0 && in.orphan {
+			gone = append(gone, ino)
+		}
+	}
+	if len(gone) > 0 {
+		n.deleteOrphans(gone)
+	}
+	n.releaseFrees()
+}
+
+// deleteOrphans removes unlinked inodes whose last user ended.
+func (n *Namenode) deleteOrphans(inos []uint64) {
+	n.epoch++
+	pf := pendingFree{epoch: n.epoch}
+	for _, ino := range inos {
+		in := n.inodes[ino]
+		pf.runs = append(pf.runs, extentRuns(in.blocks)...)
+		delete(n.inodes, ino)
+	}
+	n.pendingFree = append(n.pendingFree, pf)
+	// Not acknowledged to anyone: a crash before this is durable leaves
+	// nlink-0 inodes, which the next start-up deletes.
+	n.deferChange(&meta.Change{DelInodes: inos})
+}
+
+// releaseFrees returns freed blocks to the allocator once no open
+// transaction began before they were freed.
+func (n *Namenode) releaseFrees() {
+	if len(n.pendingFree) == 0 {
+		return
+	}
+	oldest := n.epoch + 1
+	for _, tx := range n.txns {
+		if tx.start < oldest {
+			oldest = tx.start
+		}
+	}
+	i := 0
+	for ; i < len(n.pendingFree) && n.pendingFree[i].epoch <= oldest; i++ {
+		for _, r := range n.pendingFree[i].runs {
+			if dn := n.nodes[r.node]; dn != nil {
+				dn.used.clear(r.start, r.count)
+			}
+		}
+	}
+	n.pendingFree = n.pendingFree[i:]
+}
+
+func extentRuns(xs []wire.Extent) []run {
+	var out []run
+	for _, x := range xs {
+		for _, r := range x.Replicas {
+			out = append(out, run{node: r.Node, start: r.Start, count: uint64(x.Count)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// ErrClosed is returned for calls on a closed or broken connection.
+var ErrClosed = errors.New("namenode connection closed")
+
+type result struct {
+	resp *wire.Response
+	err  error
+}
+
+// Conn is a multiplexed connection to a namenode. It is safe for concurrent
+// use.
+type Conn struct {
+	addr  string
+	nc    net.Conn
+	wmu   sync.Mutex
+	wbuf  []byte
+	mu    sync.Mutex
+	calls map[uint64]chan result
+	err   error
+	next  atomic.Uint64
+	sent  atomic.Uint64
+	done  chan struct{}
+}
+
+// Dial connects to the namenode at addr.
+func Dial(ctx context.Context, addr string) (*Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to namenode %s: %w", addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := &Conn{addr: addr, nc: nc, calls: map[uint64]chan result{}, done: make(chan struct{})}
+	go c.readLoop()
+	return c, nil
+}
+
+// Addr returns the namenode address.
+func (c *Conn) Addr() string { return c.addr }
+
+// Requests returns how many calls this connection has sent.
+func (c *Conn) Requests() uint64 { return c.sent.Load() }
+
+// Done is closed when the connection breaks.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+func (c *Conn) readLoop() {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	var err error
+	for {
+		var id uint64
+		var payload []byte
+		id, payload, buf, err = wire.ReadFrame(r, buf)
+		if err != nil {
+			break
+		}
+		resp, derr := wire.DecodeResponse(payload)
+		c.mu.Lock()
+		ch := c.calls[id]
+		delete(c.calls, id)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- result{resp, derr}
+		}
+	}
+	c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
+}
+
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
+	}
+	calls := c.calls
+	c.calls = map[uint64]chan result{}
+	c.mu.Unlock()
+	for _, ch := range calls {
+		ch <- result{err: c.err}
+	}
+	c.nc.Close()
+}
+
+var chanPool = sync.Pool{New: func() any { return make(chan result, 1) }}
+
+// Call sends q and waits for its response. A response with an error code
+// is returned as is (err == nil); err reports transport failures.
+func (c *Conn) Call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	id := c.next.Add(1)
+	ch := chanPool.Get().(chan result)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		chanPool.Put(ch)
+		return nil, err
+	}
+	c.calls[id] = ch
+	c.mu.Unlock()
+	c.wmu.Lock()
+	b := wire.AppendRequest(wire.BeginFrame(c.wbuf), q)
+	b = wire.FinishFrame(b, id)
+	_, err := c.nc.Write(b)
+	if cap(b) <= 64<<10 {
+		c.wbuf = b
+	}
+	c.wmu.Unlock()
+	c.sent.Add(1)
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
+	}
+	select {
+	case r := <-ch:
+		chanPool.Put(ch)
+		return r.resp, r.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+		// The channel may still receive; do not reuse it.
+		return nil, ctx.Err()
+	}
+}
+
+// Close closes the connection; the namenode aborts its open transactions.
+func (c *Conn) Close() error {
+	c.fail(fmt.Errorf("%w: %s", ErrClosed, c.addr))
+	return nil
+}

@@ -1,0 +1,199 @@
+package wire
+
+// Op names a namenode operation.
+type Op uint8
+
+const (
+	OpInvalid  Op = iota
+	OpCommit      // make the transaction durable and end it
+	OpAbort       // end the transaction, discarding its changes
+	OpLookup      // resolve Path to an inode (Flags&FlagNoFollow: do not follow a final symlink)
+	OpStat        // attributes of inode Ino
+	OpCreate      // create Path of type Type (file, dir, symlink with target Path2)
+	OpReadDir     // entries of directory Ino (or Path when Ino is 0)
+	OpSetAttr     // change the attributes named by Flags on Ino
+	OpRename      // move Path to Path2
+	OpLink        // hard link: new name Path2 for existing Path
+	OpUnlink      // remove the name Path (Flags&FlagDir: it must be an empty directory)
+	OpBlocks      // the whole block list of Ino, plus the datanodes it names
+	OpAllocate    // allocate blocks Index..Index+Count-1 of Ino for writing
+	OpSetBlocks   // attach written blocks (Extents with checksums) to Ino; Size is the new size
+	OpGlob        // expand the pattern Path to matching paths
+	OpFsStat      // filesystem totals
+	OpStats       // namenode counters
+	OpRegister    // a datanode announces itself (Node)
+	OpHeartbeat   // a datanode is alive (Node.ID, Node.Used)
+	OpNodes       // list datanodes
+	OpFsck        // metadata self-check; returns problems and every file's block list
+	OpPing        // no-op round trip
+	opMax
+)
+
+var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
+	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping"}
+
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return "op?"
+}
+
+// NumOps is the number of defined operations (for per-op counters).
+const NumOps = int(opMax)
+
+// Flags for requests.
+const (
+	FlagNoFollow = 1 << iota // Lookup/Stat: do not follow a final symlink
+	FlagDir                  // Unlink: remove a directory
+	FlagMode                 // SetAttr: set Mode
+	FlagOwner                // SetAttr: set User
+	FlagGroup                // SetAttr: set Group
+	FlagMtime                // SetAttr: set Mtime
+	FlagSize                 // SetAttr: set Size (truncate or extend)
+	FlagRep                  // SetAttr: set replication
+	FlagParents              // Create dir: create missing parents, no error if it exists
+	FlagExcl                 // Create: fail if the name exists (default for files: open existing)
+)
+
+// FileType is the type of an inode.
+type FileType uint8
+
+const (
+	TypeFile FileType = 1 + iota
+	TypeDir
+	TypeSymlink
+)
+
+func (t FileType) String() string {
+	switch t {
+	case TypeFile:
+		return "file"
+	case TypeDir:
+		return "directory"
+	case TypeSymlink:
+		return "symlink"
+	}
+	return "unknown"
+}
+
+// Attr holds an inode's attributes.
+type Attr struct {
+	Ino       uint64
+	Type      FileType
+	Mode      uint32 // permission bits
+	User      string
+	Group     string
+	Size      int64
+	Nlink     uint32
+	Mtime     int64 // unix nanoseconds
+	Ctime     int64
+	Rep       uint8  // requested replication
+	Blocksize uint32 // filesystem blocksize
+	Seq       uint64 // bumped on every data change
+	Target    string // symlink target
+}
+
+// DirEntry is one name in a directory.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Type FileType
+}
+
+// Run locates Count consecutive blocks (the extent's count) on one datanode.
+type Run struct {
+	Node  uint32 // datanode number
+	Start uint64 // first block in that datanode's block store
+}
+
+// Extent maps file blocks Index..Index+Count-1 to a run of blocks on each
+// replica. CRC has one CRC32C per block (of the full, zero-padded block) once
+// the blocks are written; it is empty in an allocation.
+type Extent struct {
+	Index    uint64
+	Count    uint32
+	Replicas []Run
+	CRC      []uint32
+}
+
+// NodeInfo describes a datanode.
+type NodeInfo struct {
+	ID        uint32
+	Identity  string
+	Cluster   string
+	Addr      string // data protocol TCP address
+	Socket    string // Unix socket for local short-circuit reads ("" if none)
+	Host      string // host name, to tell local nodes
+	Blocksize uint32
+	Blocks    uint64 // capacity
+	Used      uint64
+	Alive     bool
+	Enabled   bool
+}
+
+// Request is one namenode call. Unused fields stay zero and cost one bit.
+type Request struct {
+	Op      Op
+	Txn     uint64
+	Ino     uint64
+	Flags   uint32
+	Path    string
+	Path2   string
+	Type    FileType
+	Mode    uint32
+	User    string
+	Group   string
+	Size    int64
+	Mtime   int64
+	Rep     uint8
+	Index   uint64
+	Count   uint64
+	Extents []Extent
+	Pref    []string
+	Node    *NodeInfo
+}
+
+// Code is an error code carried in a response.
+type Code uint8
+
+const (
+	OK Code = iota
+	ErrCodeNotFound
+	ErrCodeExists
+	ErrCodeNotDir
+	ErrCodeIsDir
+	ErrCodeNotEmpty
+	ErrCodeConflict
+	ErrCodeInvalid
+	ErrCodeNoSpace
+	ErrCodePerm
+	ErrCodeTxn
+	ErrCodeUnavailable
+	ErrCodeNameTooLong
+	ErrCodeLoop
+	ErrCodeInternal
+)
+
+// Response answers a Request.
+type Response struct {
+	Code     Code
+	Msg      string
+	Attr     *Attr
+	Entries  []DirEntry
+	Extents  []Extent
+	Nodes    []NodeInfo
+	Paths    []string
+	Counters []uint64
+	Problems []string
+	Files    []FileBlocks
+}
+
+// FileBlocks is one file's block list, as returned by fsck.
+type FileBlocks struct {
+	Path    string
+	Size    int64
+	Rep     uint8
+	Extents []Extent
+}
