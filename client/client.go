@@ -161,15 +161,15 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // FsStat describes the filesystem as a whole.
 type FsStat struct {
-	Blocksize       uint32
-	TotalBlocks     uint64
-	UsedBlocks      uint64
-	FreeBlocks      uint64
-	Files           uint64
-	Dirs            uint64
-	Datanodes       uint64
-	LiveDatanodes   uint64
-	OpenTxns        uint64
+	Blocksize     uint32
+	TotalBlocks   uint64
+	UsedBlocks    uint64
+	FreeBlocks    uint64
+	Files         uint64
+	Dirs          uint64
+	Datanodes     uint64
+	LiveDatanodes uint64
+	OpenTxns      uint64
 }
 
 // FsStat returns filesystem totals.

@@ -43,9 +43,9 @@ type Change struct {
 	PutEntries []Entry
 	DelEntries []EntryKey
 	// Blocks replaces the whole block list of each inode named.
-	Blocks    map[uint64][]wire.Extent
-	PutNodes  []Datanode
-	InoLimit  uint64 // raise the inode limit to this (0: unchanged)
+	Blocks   map[uint64][]wire.Extent
+	PutNodes []Datanode
+	InoLimit uint64 // raise the inode limit to this (0: unchanged)
 }
 
 // Store makes metadata durable. Implementations are used by one goroutine

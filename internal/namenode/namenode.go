@@ -68,16 +68,16 @@ type Namenode struct {
 	commitQ  chan *commitReq
 	kick     chan struct{}
 	deferred []*meta.Change // namenode-internal changes for the committer
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	stop     chan struct{}
+	wg       sync.WaitGroup
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
 	commits  atomic.Uint64
 	batches  atomic.Uint64
 
-	lnMu sync.Mutex
-	lns  []net.Listener
+	lnMu  sync.Mutex
+	lns   []net.Listener
 	conns map[*conn]struct{}
 }
 

@@ -19,13 +19,13 @@ type Txn struct {
 	lastUse    time.Time
 	committing bool
 
-	inodes    map[uint64]*wire.Attr     // created or modified inodes (private copies)
-	entries   map[meta.EntryKey]uint64  // changed entries; 0 means removed
-	blocks    map[uint64][]wire.Extent  // new block lists of written files
-	seen      map[uint64][]wire.Extent  // block lists handed out: repeatable until the end
-	parents   map[uint64]uint64         // moved directories → new parent
-	touched   map[uint64]bool           // directories whose mtime the commit updates
-	used      map[uint64]bool           // inodes this transaction counts as a user of
+	inodes    map[uint64]*wire.Attr    // created or modified inodes (private copies)
+	entries   map[meta.EntryKey]uint64 // changed entries; 0 means removed
+	blocks    map[uint64][]wire.Extent // new block lists of written files
+	seen      map[uint64][]wire.Extent // block lists handed out: repeatable until the end
+	parents   map[uint64]uint64        // moved directories → new parent
+	touched   map[uint64]bool          // directories whose mtime the commit updates
+	used      map[uint64]bool          // inodes this transaction counts as a user of
 	locks     []lockKey
 	allocated map[uint32][]run // blocks allocated by this transaction
 	freed     []run            // blocks dropped from block lists
