@@ -99,6 +99,8 @@ func (n *Namenode) serveConn(c *conn) {
 		n.mu.Unlock()
 		if err != nil {
 			resp = toResponse(err)
+		} else if resp == nil {
+			resp = &wire.Response{}
 		}
 		if err := c.send(id, resp); err != nil {
 			return

@@ -1,0 +1,284 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the path of the plasma binary: $PLASMA_BIN, or one built
+// once per test process from this module.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if p := os.Getenv("PLASMA_BIN"); p != "" {
+			binPath = p
+			return
+		}
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		dir, err := os.MkdirTemp("", "plasma-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "plasma")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/plasma")
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build plasma: %v", buildErr)
+	}
+	return binPath
+}
+
+// Proc is one daemon process.
+type Proc struct {
+	Addr string
+	Dir  string
+	Log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Running reports whether the process is running.
+func (p *Proc) Running() bool {
+	if p == nil || p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Procs is a cluster of real plasma processes.
+type Procs struct {
+	t    testing.TB
+	Opts Options
+	Dir  string
+	Bin  string
+	NN   *Proc
+	DNs  []*Proc
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Start starts a namenode and o.Datanodes datanodes as separate processes
+// and waits until every datanode is registered.
+func Start(t testing.TB, o Options) *Procs {
+	t.Helper()
+	o.defaults()
+	c := &Procs{t: t, Opts: o, Dir: t.TempDir(), Bin: Binary(t)}
+	c.NN = &Proc{Addr: freeAddr(t), Dir: c.Dir, Log: filepath.Join(c.Dir, "namenode.log")}
+	t.Cleanup(c.stopAll)
+	c.StartNamenode()
+	for i := 0; i < o.Datanodes; i++ {
+		c.AddDatanode()
+	}
+	c.WaitLive(o.Datanodes)
+	return c
+}
+
+func (c *Procs) stopAll() {
+	if c.t.Failed() {
+		for _, p := range append([]*Proc{c.NN}, c.DNs...) {
+			c.t.Logf("log of %s:\n%s", p.Log, c.ReadLog(p))
+		}
+	}
+	for _, p := range append([]*Proc{c.NN}, c.DNs...) {
+		if p.Running() {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+func (c *Procs) start(p *Proc, args ...string) {
+	c.t.Helper()
+	lf, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatalf("log: %v", err)
+	}
+	cmd := exec.Command(c.Bin, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start %v: %v", args, err)
+	}
+	lf.Close()
+	p.cmd = cmd
+	p.done = make(chan struct{})
+	go func() { cmd.Wait(); close(p.done) }()
+}
+
+// StartNamenode (re)starts the namenode on its address and database.
+func (c *Procs) StartNamenode() {
+	c.t.Helper()
+	args := []string{"namenode", "-listen", c.NN.Addr, "-db", filepath.Join(c.Dir, "namenode.db"), "-cluster", c.Opts.Cluster,
+		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn"}
+	if c.Opts.Relaxed {
+		args = append(args, "-relaxed")
+	}
+	c.start(c.NN, args...)
+	c.waitListening(c.NN)
+}
+
+func (c *Procs) waitListening(p *Proc) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if conn, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
+			conn.Close()
+			return
+		}
+		select {
+		case <-p.done:
+			c.t.Fatalf("process exited during start-up:\n%s", c.ReadLog(p))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	c.t.Fatalf("%s not listening after 60s:\n%s", p.Addr, c.ReadLog(p))
+}
+
+// ReadLog returns a process's log.
+func (c *Procs) ReadLog(p *Proc) string {
+	b, _ := os.ReadFile(p.Log)
+	return string(b)
+}
+
+// InitVolume creates a datanode volume with the given cluster and
+// blocksize and returns its directory.
+func (c *Procs) InitVolume(cluster string, blocksize, size int64) string {
+	c.t.Helper()
+	dir := filepath.Join(c.Dir, fmt.Sprintf("vol%d", time.Now().UnixNano()))
+	out, code := c.Run(nil, "datanode", "init", "-dir", dir, "-cluster", cluster, "-blocksize", strconv.FormatInt(blocksize, 10), "-size", strconv.FormatInt(size, 10))
+	if code != 0 {
+		c.t.Fatalf("datanode init: %s", out)
+	}
+	return dir
+}
+
+// AddDatanode initialises and starts a new datanode.
+func (c *Procs) AddDatanode() *Proc {
+	c.t.Helper()
+	dir := c.InitVolume(c.Opts.Cluster, c.Opts.Blocksize, c.Opts.Size)
+	p := &Proc{Addr: freeAddr(c.t), Dir: dir, Log: dir + ".log"}
+	c.DNs = append(c.DNs, p)
+	c.StartDatanode(p)
+	return p
+}
+
+// StartDatanode (re)starts a datanode process on its volume and address.
+func (c *Procs) StartDatanode(p *Proc) {
+	c.t.Helper()
+	c.start(p, "datanode", "-dir", p.Dir, "-listen", p.Addr, "-namenode", c.NN.Addr, "-heartbeat", "100ms", "-log-level", "warn")
+}
+
+// Kill kills a process with SIGKILL and waits for it to be gone.
+func (c *Procs) Kill(p *Proc) {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Wait waits for a process to exit and returns its exit code.
+func (c *Procs) Wait(p *Proc) int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// WaitLive waits until the namenode reports n live datanodes.
+func (c *Procs) WaitLive(n int) {
+	c.t.Helper()
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		s, err := cl.FsStat(context.Background())
+		if err == nil && int(s.LiveDatanodes) == n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not timing a test
+	}
+	c.t.Fatalf("namenode does not report %d live datanodes after 60s", n)
+}
+
+// Client connects a client (cfg's Namenodes are filled in).
+func (c *Procs) Client(cfg client.Config) *client.Client {
+	c.t.Helper()
+	cfg.Namenodes = []string{c.NN.Addr}
+	cl, err := client.New(context.Background(), cfg)
+	if err != nil {
+		c.t.Fatalf("client: %v", err)
+	}
+	return cl
+}
+
+// Env is the environment for plasma client commands against this cluster.
+func (c *Procs) Env() []string {
+	return append(os.Environ(), "PLASMAFS_NAMENODES="+c.NN.Addr, "PLASMAFS_CONFIG="+filepath.Join(c.Dir, "no-config"))
+}
+
+// Run runs a plasma command and returns its combined output and exit code.
+// stdin may be nil.
+func (c *Procs) Run(stdin []byte, args ...string) (string, int) {
+	c.t.Helper()
+	cmd := exec.Command(c.Bin, args...)
+	cmd.Env = c.Env()
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		c.t.Fatalf("run plasma %v: %v", args, err)
+	}
+	return out.String(), cmd.ProcessState.ExitCode()
+}
+
+// MustRun runs a plasma command that must succeed and returns its stdout
+// and stderr together.
+func (c *Procs) MustRun(args ...string) string {
+	c.t.Helper()
+	out, code := c.Run(nil, args...)
+	if code != 0 {
+		c.t.Fatalf("plasma %s: exit %d:\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
