@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,6 +121,30 @@ func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, buf
 	return nil
 }
 
+// writeError is a failed chain write and the datanodes to blame for it.
+type writeError struct {
+	blame []string // addresses
+	err   error
+}
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// blameFor finds which datanodes of a chain a datanode's error message
+// names (a forwarding failure names the next hop); otherwise the first.
+func blameFor(addrs []string, msg string) []string {
+	var out []string
+	for _, a := range addrs[1:] {
+		if strings.Contains(msg, a) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		out = addrs[:1]
+	}
+	return out
+}
+
 // writeRun writes blocks to consecutive block numbers starting at each
 // replica's start: the data goes to the first replica, which forwards it
 // along the chain. Requests are pipelined; the acknowledgements are read as
@@ -127,7 +152,7 @@ func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, buf
 func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64, blocks [][]byte, crcs []uint32) error {
 	dc, err := p.get(ctx, addrs[0])
 	if err != nil {
-		return err
+		return &writeError{addrs[:1], err}
 	}
 	dc.nc.SetDeadline(time.Time{})
 	errc := make(chan error, 1)
@@ -156,18 +181,21 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 		if err != nil {
 			dc.nc.Close()
 			<-errc
-			return fmt.Errorf("datanode %s: %w", addrs[0], err)
+			return &writeError{addrs[:1], fmt.Errorf("datanode %s: %w", addrs[0], err)}
 		}
 		if resp.Status != wire.OK && firstErr == nil {
-			firstErr = fmt.Errorf("datanode %s: block %d: %s", addrs[0], starts[0]+uint64(i), resp.Msg)
+			firstErr = &writeError{blameFor(addrs, resp.Msg), fmt.Errorf("datanode %s: block %d: %s", addrs[0], starts[0]+uint64(i), resp.Msg)}
 		}
 	}
 	if err := <-errc; err != nil {
 		dc.nc.Close()
-		return fmt.Errorf("datanode %s: %w", addrs[0], err)
+		return &writeError{addrs[:1], fmt.Errorf("datanode %s: %w", addrs[0], err)}
 	}
 	p.put(dc)
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	return nil
 }
 
 // syncAll makes the writes on every datanode in addrs durable.
@@ -180,7 +208,7 @@ func (p *dataPool) syncAll(ctx context.Context, addrs map[string]bool) error {
 			defer wg.Done()
 			dc, resp, err := p.roundTrip(ctx, a, &wire.DataReq{Op: wire.DataSync})
 			if err != nil {
-				errs <- err
+				errs <- fmt.Errorf("sync: %w", err)
 				return
 			}
 			p.put(dc)

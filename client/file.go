@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -481,10 +481,13 @@ func (f *File) writeRange(ctx context.Context, first uint64, idxs []uint64) ([]w
 			if err := f.tx.c.data.writeRun(ctx, addrs, starts, blocks, crcs); err != nil {
 				lastErr = err
 				failed = true
-				for _, rp := range x.Replicas {
-					info, _ := f.tx.c.node(rp.Node)
-					if strings.Contains(err.Error(), info.Addr) {
-						exclude = append(exclude, "-"+info.Identity)
+				var we *writeError
+				if errors.As(err, &we) {
+					for _, rp := range x.Replicas {
+						info, _ := f.tx.c.node(rp.Node)
+						if slices.Contains(we.blame, info.Addr) {
+							exclude = append(exclude, "-"+info.Identity)
+						}
 					}
 				}
 				break
@@ -531,6 +534,3 @@ var _ interface {
 	io.WriterAt
 	io.WriterTo
 } = (*File)(nil)
-
-var _ = errors.New
-var _ sync.Mutex

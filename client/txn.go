@@ -98,7 +98,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	}
 	if err := tx.c.data.syncAll(ctx, tx.nodes); err != nil {
 		tx.Abort(ctx)
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: written blocks could not be made durable, nothing was committed: %w", err)
 	}
 	if !tx.used {
 		tx.ended = true
