@@ -1,0 +1,46 @@
+# PlasmaFS developer targets. `make run` starts a local cluster; `make test`
+# runs everything CI runs.
+GO ?= go
+BIN := bin/plasma
+export GOFLAGS := -buildvcs=false
+
+.PHONY: build run test check unit race integration fuzz bench bench-quick clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/plasma
+
+# A namenode (embedded SQLite) and two datanodes on 127.0.0.1; Ctrl-C stops it.
+run: build
+	./$(BIN) cluster up
+
+test: build check race integration fuzz
+
+check:
+	@echo "== gofmt / go vet"
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+# Unit tests and in-process cluster tests under the race detector.
+race:
+	@echo "== race"
+	$(GO) test -race -count=1 ./internal/... ./client/...
+
+integration:
+	@echo "== integration (real processes)"
+	PLASMA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./tests/...
+
+# Every wire decoder is fuzzed for a short, fixed budget.
+FUZZTIME ?= 8s
+fuzz:
+	@echo "== fuzz"
+	@for f in FuzzDecodeRequest FuzzDecodeResponse FuzzDecodeDataReq FuzzReadDataResp; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/wire || exit 1; done
+
+bench: build
+	./bench/run
+
+bench-quick: build
+	./bench/run --quick
+
+clean:
+	rm -rf bin
