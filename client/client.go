@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/user"
 	"sync"
@@ -99,18 +100,22 @@ func (c *Client) Begin(ctx context.Context) (*Txn, error) {
 	return &Txn{c: c, id: c.nextTx.Add(1)}, nil
 }
 
+// TxnAttempts bounds how often Client.Txn runs its function.
+const TxnAttempts = 100
+
 // Txn runs fn in a transaction and commits it, re-running fn in a new
-// transaction when it fails with ErrConflict (up to 10 times, with a short
-// randomised backoff). fn must be safe to run more than once.
+// transaction when it fails with ErrConflict (up to TxnAttempts times, with
+// randomised exponential backoff capped at 50ms). fn must be safe to run
+// more than once.
 func (c *Client) Txn(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	var err error
-	for attempt := 0; attempt < 10; attempt++ {
+	for attempt := 0; attempt < TxnAttempts; attempt++ {
 		if attempt > 0 {
-			d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+			d := min(time.Duration(1<<min(attempt, 16))*100*time.Microsecond, 50*time.Millisecond)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(d + time.Duration(c.nextTx.Load()%uint64(d+1))):
+			case <-time.After(d/2 + rand.N(d/2+1)):
 			}
 		}
 		tx, _ := c.Begin(ctx)

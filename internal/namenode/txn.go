@@ -26,6 +26,7 @@ type Txn struct {
 	parents   map[uint64]uint64        // moved directories → new parent
 	touched   map[uint64]bool          // directories whose mtime the commit updates
 	used      map[uint64]bool          // inodes this transaction counts as a user of
+	seqSeen   map[uint64]uint64        // data version of each file when tx first saw it
 	locks     []lockKey
 	allocated map[uint32][]run // blocks allocated by this transaction
 	freed     []run            // blocks dropped from block lists
@@ -137,8 +138,10 @@ func (n *Namenode) use(tx *Txn, ino uint64) {
 	}
 	if tx.used == nil {
 		tx.used = map[uint64]bool{}
+		tx.seqSeen = map[uint64]uint64{}
 	}
 	tx.used[ino] = true
+	tx.seqSeen[ino] = in.attr.Seq
 	in.users++
 }
 
@@ -166,6 +169,11 @@ func (n *Namenode) mutAttr(tx *Txn, ino uint64) (*wire.Attr, error) {
 	}
 	if err := n.lockInode(tx, ino); err != nil {
 		return nil, err
+	}
+	// First committer wins: a file whose data changed since this
+	// transaction read it cannot be written by it (no lost updates).
+	if seq, ok := tx.seqSeen[ino]; ok && seq != in.attr.Seq {
+		return nil, errConflict
 	}
 	a := in.attr
 	if tx.inodes == nil {
