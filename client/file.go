@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 	"strings"
 
 	"github.com/plasmafs/plasma/internal/wire"
@@ -34,6 +35,11 @@ type File struct {
 	dirty  map[uint64][]byte
 	resize bool // size changed without data (truncate/extend) and not sent yet
 	closed bool
+
+	// One flush runs in the background while the next blocks fill up.
+	inflight    map[uint64][]byte
+	inflightErr chan error
+	failed      error // a background flush failed: the file is unusable
 
 	cacheIdx uint64 // last block read, for small sequential reads
 	cache    []byte
@@ -147,6 +153,13 @@ func (f *File) readBlock(idx uint64, buf []byte) error {
 		copy(buf, b)
 		return nil
 	}
+	if b, ok := f.inflight[idx]; ok {
+		copy(buf, b)
+		return nil
+	}
+	if err := f.waitFlush(); err != nil {
+		return err
+	}
 	if err := f.loadBlocks(); err != nil {
 		return err
 	}
@@ -186,6 +199,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		in := int(off % int64(f.bs))
 		want := min(len(p)-n, f.bs-in, int(f.size-off))
 		if b, ok := f.dirty[idx]; ok {
+			copy(p[n:n+want], b[in:])
+		} else if b, ok := f.inflight[idx]; ok {
 			copy(p[n:n+want], b[in:])
 		} else {
 			if f.cache == nil || f.cacheIdx != idx {
@@ -245,6 +260,9 @@ const ReadAhead = 8
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if f.closed {
 		return 0, errEnded
+	}
+	if err := f.waitFlush(); err != nil {
+		return 0, err
 	}
 	if err := f.loadBlocks(); err != nil {
 		return 0, err
@@ -319,6 +337,9 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset", f.path)
 	}
+	if f.failed != nil {
+		return 0, f.failed
+	}
 	n := 0
 	for n < len(p) {
 		idx := uint64(off / int64(f.bs))
@@ -326,7 +347,7 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 		m := min(len(p)-n, f.bs-in)
 		b, ok := f.dirty[idx]
 		if !ok {
-			b = make([]byte, f.bs)
+			b = getBlockBuf(f.bs)
 			blockStart := int64(idx) * int64(f.bs)
 			if m < f.bs && blockStart < f.size {
 				// Partial write of an existing block: copy on write.
@@ -350,7 +371,7 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	if len(f.dirty) >= f.FlushBlocks {
-		if err := f.Flush(f.ctx); err != nil {
+		if err := f.startFlush(f.ctx); err != nil {
 			return n, err
 		}
 	}
@@ -410,6 +431,19 @@ func (f *File) Flush(ctx context.Context) error {
 	if f.closed {
 		return nil
 	}
+	if err := f.startFlush(ctx); err != nil {
+		return err
+	}
+	return f.waitFlush()
+}
+
+// startFlush hands the dirty blocks to a background writer (after the
+// previous one finished), so the caller can go on filling new blocks while
+// these travel to the datanodes.
+func (f *File) startFlush(ctx context.Context) error {
+	if err := f.waitFlush(); err != nil {
+		return err
+	}
 	if len(f.dirty) == 0 {
 		if f.resize {
 			f.resize = false
@@ -417,8 +451,42 @@ func (f *File) Flush(ctx context.Context) error {
 		}
 		return nil
 	}
-	idxs := make([]uint64, 0, len(f.dirty))
-	for i := range f.dirty {
+	batch, size := f.dirty, f.size
+	f.dirty = map[uint64][]byte{}
+	f.resize = false
+	f.inflight = batch
+	done := make(chan error, 1)
+	f.inflightErr = done
+	go func() { done <- f.writeBatch(ctx, batch, size) }()
+	return nil
+}
+
+// waitFlush waits for the background flush, if any.
+func (f *File) waitFlush() error {
+	if f.failed != nil {
+		return f.failed
+	}
+	if f.inflightErr == nil {
+		return nil
+	}
+	err := <-f.inflightErr
+	f.inflightErr = nil
+	for _, b := range f.inflight {
+		putBlockBuf(b)
+	}
+	f.inflight = nil
+	f.loaded = false
+	if err != nil {
+		f.failed = err
+	}
+	return err
+}
+
+// writeBatch writes blocks (of a file of the given size) and attaches them
+// to the file in the transaction.
+func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, size int64) error {
+	idxs := make([]uint64, 0, len(batch))
+	for i := range batch {
 		idxs = append(idxs, i)
 	}
 	sort.Slice(idxs, func(a, b int) bool { return idxs[a] < idxs[b] })
@@ -428,25 +496,22 @@ func (f *File) Flush(ctx context.Context) error {
 		for j < len(idxs) && idxs[j] == idxs[j-1]+1 && j-i < 1024 {
 			j++
 		}
-		xs, err := f.writeRange(ctx, idxs[i], idxs[i:j])
+		xs, err := f.writeRange(ctx, batch, size, idxs[i], idxs[i:j])
 		if err != nil {
 			return err
 		}
 		written = append(written, xs...)
 		i = j
 	}
-	if _, err := f.tx.call(ctx, &wire.Request{Op: wire.OpSetBlocks, Ino: f.ino, Extents: written, Flags: wire.FlagSize, Size: f.size}); err != nil {
+	if _, err := f.tx.call(ctx, &wire.Request{Op: wire.OpSetBlocks, Ino: f.ino, Extents: written, Flags: wire.FlagSize, Size: size}); err != nil {
 		return fmt.Errorf("%s: %w", f.path, err)
 	}
-	f.dirty = map[uint64][]byte{}
-	f.resize = false
-	f.loaded = false
 	return nil
 }
 
 // writeRange allocates and writes the contiguous dirty blocks idxs. A
 // failing datanode is excluded and the blocks are allocated again.
-func (f *File) writeRange(ctx context.Context, first uint64, idxs []uint64) ([]wire.Extent, error) {
+func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int64, first uint64, idxs []uint64) ([]wire.Extent, error) {
 	var exclude []string
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -465,8 +530,8 @@ func (f *File) writeRange(ctx context.Context, first uint64, idxs []uint64) ([]w
 			crcs := make([]uint32, x.Count)
 			for k := range blocks {
 				idx := x.Index + uint64(k)
-				b := f.dirty[idx]
-				if end := f.size - int64(idx)*int64(f.bs); end < int64(f.bs) {
+				b := batch[idx]
+				if end := size - int64(idx)*int64(f.bs); end < int64(f.bs) {
 					b = b[:end]
 				}
 				blocks[k] = b
@@ -534,3 +599,20 @@ var _ interface {
 	io.WriterAt
 	io.WriterTo
 } = (*File)(nil)
+
+// Block buffers are recycled: a long write would otherwise allocate (and
+// zero) its whole size.
+var blockPools sync.Map // blocksize → *sync.Pool
+
+func getBlockBuf(bs int) []byte {
+	p, _ := blockPools.LoadOrStore(bs, &sync.Pool{New: func() any { return make([]byte, bs) }})
+	b := p.(*sync.Pool).Get().([]byte)
+	clear(b)
+	return b
+}
+
+func putBlockBuf(b []byte) {
+	if p, ok := blockPools.Load(cap(b)); ok {
+		p.(*sync.Pool).Put(b[:cap(b)])
+	}
+}

@@ -79,7 +79,9 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		return nil, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}
 	q.Txn = tx.id
+	tx.mu.Lock()
 	tx.used = true
+	tx.mu.Unlock()
 	return tx.c.call(ctx, q)
 }
 

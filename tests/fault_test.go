@@ -35,6 +35,9 @@ func TestKillDatanodeDuringWrite(t *testing.T) {
 	if _, err := f.Write(data[:50*bs]); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Half the data is on the datanodes now; kill one that holds some.
 	xs, err := tx.Blocks(ctx, f.Ino())
 	if err != nil || len(xs) == 0 {

@@ -162,13 +162,7 @@ func cmdGet(ctx context.Context, args []string) error {
 			bar := newProgress(src.Size(), "get", quiet)
 			_, err = src.WriteTo(io.MultiWriter(out, bar))
 			bar.finish()
-			if err != nil {
-				return err
-			}
-			if lf, ok := out.(*os.File); ok && lf != os.Stdout {
-				return lf.Sync()
-			}
-			return nil
+			return err
 		})
 	})
 }
