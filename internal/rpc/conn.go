@@ -23,6 +23,12 @@ type result struct {
 
 // Conn is a multiplexed connection to a namenode. It is safe for concurrent
 // use.
+//
+// There is no reader goroutine: a waiting caller takes the reader role,
+// reads frames and hands other callers their responses, and returns as soon
+// as it reads its own. A lone synchronous caller thus reads its response
+// itself, saving a goroutine hand-off (and, across processes, a thread
+// wake-up) per call.
 type Conn struct {
 	addr  string
 	nc    net.Conn
@@ -33,7 +39,10 @@ type Conn struct {
 	err   error
 	next  atomic.Uint64
 	sent  atomic.Uint64
-	done  chan struct{}
+
+	readTok chan struct{} // holds a token while nobody is reading
+	r       *bufio.Reader
+	rbuf    []byte
 }
 
 // Dial connects to the namenode at addr.
@@ -46,8 +55,9 @@ func Dial(ctx context.Context, addr string) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := &Conn{addr: addr, nc: nc, calls: map[uint64]chan result{}, done: make(chan struct{})}
-	go c.readLoop()
+	c := &Conn{addr: addr, nc: nc, calls: map[uint64]chan result{}, readTok: make(chan struct{}, 1),
+		r: bufio.NewReaderSize(nc, 64<<10)}
+	c.readTok <- struct{}{}
 	return c, nil
 }
 
@@ -57,37 +67,34 @@ func (c *Conn) Addr() string { return c.addr }
 // Requests returns how many calls this connection has sent.
 func (c *Conn) Requests() uint64 { return c.sent.Load() }
 
-// Done is closed when the connection breaks.
-func (c *Conn) Done() <-chan struct{} { return c.done }
-
-func (c *Conn) readLoop() {
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
-	var err error
-	for {
-		var id uint64
-		var payload []byte
-		id, payload, buf, err = wire.ReadFrame(r, buf)
-		if err != nil {
-			break
-		}
-		resp, derr := wire.DecodeResponse(payload)
-		c.mu.Lock()
-		ch := c.calls[id]
-		delete(c.calls, id)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- result{resp, derr}
-		}
+// readOne reads one frame and delivers it; it returns the id read and, if
+// that id is self, the result instead of delivering it.
+func (c *Conn) readOne(self uint64) (uint64, result) {
+	id, payload, buf, err := wire.ReadFrame(c.r, c.rbuf)
+	c.rbuf = buf
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
+		return 0, result{}
 	}
-	c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
+	resp, derr := wire.DecodeResponse(payload)
+	res := result{resp, derr}
+	c.mu.Lock()
+	ch := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
+	if id == self {
+		return id, res
+	}
+	if ch != nil {
+		ch <- res
+	}
+	return id, result{}
 }
 
 func (c *Conn) fail(err error) {
 	c.mu.Lock()
 	if c.err == nil {
 		c.err = err
-		close(c.done)
 	}
 	calls := c.calls
 	c.calls = map[uint64]chan result{}
@@ -126,16 +133,38 @@ func (c *Conn) Call(ctx context.Context, q *wire.Request) (*wire.Response, error
 	if err != nil {
 		c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
 	}
-	select {
-	case r := <-ch:
-		chanPool.Put(ch)
-		return r.resp, r.err
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.calls, id)
-		c.mu.Unlock()
-		// The channel may still receive; do not reuse it.
-		return nil, ctx.Err()
+	for {
+		select {
+		case r := <-ch:
+			chanPool.Put(ch)
+			return r.resp, r.err
+		case <-c.readTok:
+			// Our response may have been delivered while we waited.
+			select {
+			case r := <-ch:
+				c.readTok <- struct{}{}
+				chanPool.Put(ch)
+				return r.resp, r.err
+			default:
+			}
+			if dl, ok := ctx.Deadline(); ok {
+				c.nc.SetReadDeadline(dl)
+			} else {
+				c.nc.SetReadDeadline(time.Time{})
+			}
+			got, r := c.readOne(id)
+			c.readTok <- struct{}{}
+			if got == id {
+				chanPool.Put(ch)
+				return r.resp, r.err
+			}
+		case <-ctx.Done():
+			c.mu.Lock()
+			delete(c.calls, id)
+			c.mu.Unlock()
+			// The channel may still receive; do not reuse it.
+			return nil, ctx.Err()
+		}
 	}
 }
 

@@ -1,0 +1,5 @@
+package bench
+
+import "syscall"
+
+func syncAll() { syscall.Sync() }

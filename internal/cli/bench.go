@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/bench"
+)
+
+func init() {
+	register("bench", "seq|lookup|create|random|parallel-cat [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, usagef("bad list %q (e.g. 1,2,8)", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func cmdBench(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("which benchmark? seq, lookup, create, random, parallel-cat")
+	}
+	which := args[0]
+	if which == "echo-server" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, ln.Addr().String())
+		return bench.EchoServer(ln)
+	}
+	f := newFlags("bench "+which, "[options]", "Run a benchmark against the configured cluster; the reference runs in the same process.", true)
+	asJSON := f.Bool("json", false, "print JSON")
+	localDir := f.String("localdir", os.TempDir(), "directory for local reference files (put it on the datanodes' disk)")
+	var size int64 = 2 << 30
+	f.Var(sizeFlag{&size}, "size", "seq: file size")
+	runs := f.Int("runs", 3, "seq: repetitions (medians reported)")
+	repsFlag := f.String("reps", "1,2", "seq: replication factors")
+	n := f.Int("n", 10000, "operations (per client)")
+	clientsFlag := f.String("P", "1", "clients, comma-separated list (lookup, create), or count (parallel-cat)")
+	ino := f.Uint64("ino", 0, "lookup: inode number (default: the root)")
+	mode := f.String("mode", "durable", "create: label for how the namenode commits (durable or relaxed)")
+	cold := f.Bool("cold", false, "random: also measure with dropped caches (root)")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var rep *bench.Report
+	switch which {
+	case "seq":
+		reps, err := intList(*repsFlag)
+		if err != nil {
+			return err
+		}
+		rep, err = bench.Seq(ctx, c, bench.SeqOptions{Size: size, LocalDir: *localDir, Runs: *runs, Reps: reps})
+		if err != nil {
+			return err
+		}
+	case "lookup":
+		cl, err := intList(*clientsFlag)
+		if err != nil {
+			return err
+		}
+		if len(f.pos) == 1 {
+			if *ino, err = strconv.ParseUint(f.pos[0], 10, 64); err != nil {
+				return usagef("bad inode %q", f.pos[0])
+			}
+		}
+		if rep, err = bench.Lookup(ctx, cfg, bench.LookupOptions{N: *n, Clients: cl, Ino: *ino}); err != nil {
+			return err
+		}
+	case "create":
+		cl, err := intList(*clientsFlag)
+		if err != nil {
+			return err
+		}
+		dir := "/plasma-bench-create"
+		if len(f.pos) == 1 {
+			dir = f.pos[0]
+		}
+		if rep, err = bench.Create(ctx, cfg, bench.CreateOptions{N: *n, Clients: cl, Dir: dir, DBDir: *localDir, Mode: *mode}); err != nil {
+			return err
+		}
+	case "random":
+		if len(f.pos) != 1 {
+			return usagef("random needs a FILE")
+		}
+		if rep, err = bench.Random(ctx, c, bench.RandomOptions{N: *n, File: f.pos[0], LocalDir: *localDir, Cold: *cold}); err != nil {
+			return err
+		}
+	case "parallel-cat":
+		if len(f.pos) != 1 {
+			return usagef("parallel-cat needs a FILE")
+		}
+		p, err := strconv.Atoi(*clientsFlag)
+		if err != nil || p < 1 {
+			return usagef("-P must be a count")
+		}
+		if rep, err = bench.ParallelCat(ctx, cfg, f.pos[0], p); err != nil {
+			return err
+		}
+	default:
+		return usagef("unknown benchmark %q", which)
+	}
+	rep.Print(stdout, *asJSON)
+	return nil
+}
