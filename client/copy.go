@@ -29,16 +29,19 @@ func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyO
 		return 0, err
 	}
 	ino := f.Ino()
-	buf := make([]byte, f.bs)
 	var committed, sinceCommit int64
 	for {
+		// Read straight into a block buffer that the file then owns.
+		buf := getBlockBuf(f.bs, false)
 		n, rerr := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, err := f.Write(buf[:n]); err != nil {
+			if err := f.appendBlock(buf, n); err != nil {
 				tx.Abort(ctx)
 				return committed, err
 			}
 			sinceCommit += int64(n)
+		} else {
+			putBlockBuf(buf)
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
 			break

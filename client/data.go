@@ -163,15 +163,11 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 			for k := 1; k < len(addrs); k++ {
 				q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k] + uint64(i)})
 			}
-			if err = wire.WriteDataReq(dc.w, q); err != nil {
+			// Header and block in one writev, without copying the block.
+			bufs := net.Buffers{wire.FrameDataHeader(q), b}
+			if _, err = bufs.WriteTo(dc.nc); err != nil {
 				break
 			}
-			if _, err = dc.w.Write(b); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = dc.w.Flush()
 		}
 		errc <- err
 	}()

@@ -7,8 +7,8 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"sync"
 	"strings"
+	"sync"
 
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -347,7 +347,7 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 		m := min(len(p)-n, f.bs-in)
 		b, ok := f.dirty[idx]
 		if !ok {
-			b = getBlockBuf(f.bs)
+			b = getBlockBuf(f.bs, m < f.bs)
 			blockStart := int64(idx) * int64(f.bs)
 			if m < f.bs && blockStart < f.size {
 				// Partial write of an existing block: copy on write.
@@ -376,6 +376,36 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// appendBlock adds buf (a pooled block buffer holding n valid bytes) as the
+// next block at the current position, which must be block-aligned at the
+// end of the file. The file takes ownership of buf.
+func (f *File) appendBlock(buf []byte, n int) error {
+	if f.closed {
+		return errEnded
+	}
+	if f.failed != nil {
+		return f.failed
+	}
+	if f.pos%int64(f.bs) != 0 || f.pos != f.size {
+		_, err := f.WriteAt(buf[:n], f.pos)
+		f.pos += int64(n)
+		putBlockBuf(buf)
+		return err
+	}
+	clear(buf[n:])
+	idx := uint64(f.pos / int64(f.bs))
+	if old, ok := f.dirty[idx]; ok {
+		putBlockBuf(old)
+	}
+	f.dirty[idx] = buf
+	f.pos += int64(n)
+	f.size = f.pos
+	if len(f.dirty) >= f.FlushBlocks {
+		return f.startFlush(f.ctx)
+	}
+	return nil
 }
 
 // Write implements io.Writer.
@@ -604,10 +634,14 @@ var _ interface {
 // zero) its whole size.
 var blockPools sync.Map // blocksize → *sync.Pool
 
-func getBlockBuf(bs int) []byte {
+// getBlockBuf returns a block buffer, zeroed if it will not be overwritten
+// whole.
+func getBlockBuf(bs int, zero bool) []byte {
 	p, _ := blockPools.LoadOrStore(bs, &sync.Pool{New: func() any { return make([]byte, bs) }})
 	b := p.(*sync.Pool).Get().([]byte)
-	clear(b)
+	if zero {
+		clear(b)
+	}
 	return b
 }
 

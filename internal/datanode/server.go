@@ -183,6 +183,14 @@ type hop struct {
 	r    *bufio.Reader
 }
 
+// job is one request read off a connection, with its data.
+type job struct {
+	q    *wire.DataReq
+	bufp *[]byte // write data (pooled)
+}
+
+// serveConn reads requests in one goroutine and executes them, in order,
+// in another, so receiving the next block overlaps storing this one.
 func (s *Server) serveConn(nc net.Conn) {
 	defer func() {
 		nc.Close()
@@ -190,7 +198,51 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.conns, nc)
 		s.mu.Unlock()
 	}()
+	jobs := make(chan job, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.execute(nc, jobs)
+	}()
+	defer func() {
+		close(jobs)
+		<-done
+	}()
 	r := bufio.NewReaderSize(nc, 256<<10)
+	bs := int(s.store.Config.Blocksize)
+	for {
+		q, err := wire.ReadDataReq(r, nil)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.log.Debug("data connection closed", "remote", nc.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		j := job{q: q}
+		if q.Op == wire.DataWrite {
+			if int(q.Length) > bs {
+				s.log.Warn("write larger than a block, closing connection", "remote", nc.RemoteAddr(), "length", q.Length)
+				return
+			}
+			j.bufp = s.bufs.Get().(*[]byte)
+			if _, err := io.ReadFull(r, (*j.bufp)[:q.Length]); err != nil {
+				s.bufs.Put(j.bufp)
+				return
+			}
+		}
+		select {
+		case jobs <- j:
+		case <-done:
+			if j.bufp != nil {
+				s.bufs.Put(j.bufp)
+			}
+			return
+		}
+	}
+}
+
+// execute runs the jobs of one connection in order and writes responses.
+func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 	w := bufio.NewWriterSize(nc, 64<<10)
 	var next *hop
 	defer func() {
@@ -198,35 +250,22 @@ func (s *Server) serveConn(nc net.Conn) {
 			next.nc.Close()
 		}
 	}()
-	var hbuf []byte
 	bs := int(s.store.Config.Blocksize)
-	for {
-		q, err := wire.ReadDataReq(r, hbuf)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				s.log.Debug("data connection closed", "remote", nc.RemoteAddr(), "err", err)
+	failed := false
+	for j := range jobs {
+		if failed {
+			if j.bufp != nil {
+				s.bufs.Put(j.bufp)
 			}
-			return
+			continue
 		}
+		q := j.q
 		var resp wire.DataResp
 		var payload []byte
-		var bufp *[]byte
+		bufp := j.bufp
 		switch q.Op {
 		case wire.DataWrite:
-			if int(q.Length) > bs {
-				s.log.Warn("write larger than a block, closing connection", "remote", nc.RemoteAddr(), "length", q.Length)
-				return
-			}
-			bufp = s.bufs.Get().(*[]byte)
-			data := (*bufp)[:q.Length]
-			if _, err := io.ReadFull(r, data); err != nil {
-				s.bufs.Put(bufp)
-				return
-			}
-			err := s.writeChain(&next, q, data)
-			s.bufs.Put(bufp)
-			bufp = nil
-			if err != nil {
+			if err := s.writeChain(&next, q, (*bufp)[:q.Length]); err != nil {
 				resp = errResp(err)
 			}
 		case wire.DataRead:
@@ -253,20 +292,21 @@ func (s *Server) serveConn(nc net.Conn) {
 			c := s.store.Config
 			resp.Identity, resp.Cluster, resp.Blocks, resp.Bsize = c.Identity, c.Cluster, c.Blocks, c.Blocksize
 		}
-		err = wire.WriteDataResp(w, &resp)
+		err := wire.WriteDataResp(w, &resp)
 		if err == nil && payload != nil {
 			_, err = w.Write(payload)
 		}
 		if bufp != nil {
 			s.bufs.Put(bufp)
 		}
-		// Flush only when no further request is already waiting, so a
-		// pipelining client gets few, large writes.
-		if err == nil && r.Buffered() == 0 {
+		// Flush only when no further request is queued, so a pipelining
+		// client gets few, large writes.
+		if err == nil && len(jobs) == 0 {
 			err = w.Flush()
 		}
 		if err != nil {
-			return
+			failed = true
+			nc.Close()
 		}
 	}
 }
@@ -301,14 +341,8 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
 	n := *next
 	errc := make(chan error, 1)
 	go func() {
-		bw := bufio.NewWriterSize(n.nc, 4096)
-		err := wire.WriteDataReq(bw, fwd)
-		if err == nil {
-			_, err = bw.Write(data)
-		}
-		if err == nil {
-			err = bw.Flush()
-		}
+		bufs := net.Buffers{wire.FrameDataHeader(fwd), data}
+		_, err := bufs.WriteTo(n.nc)
 		errc <- err
 	}()
 	lerr := s.store.Write(q.Block, data, q.CRC)

@@ -189,7 +189,7 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32) error {
 	}
 	// Start writeback now, so the fdatasync before commit finds little
 	// left to do and disk writes overlap the transfer.
-	// unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
+	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
 	var c [4]byte
 	binary.LittleEndian.PutUint32(c[:], crc)
 	if _, err := s.crcf.WriteAt(c[:], int64(block)*4); err != nil {

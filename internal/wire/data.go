@@ -95,6 +95,15 @@ func EncodeDataReq(q *DataReq) []byte {
 	return e.B
 }
 
+// FrameDataHeader returns the length-prefixed header of q, ready to be
+// followed by the data.
+func FrameDataHeader(q *DataReq) []byte {
+	body := EncodeDataReq(q)
+	out := make([]byte, 4, 4+len(body))
+	binary.LittleEndian.PutUint32(out, uint32(len(body)))
+	return append(out, body...)
+}
+
 // WriteDataReq writes the header of q.
 func WriteDataReq(w io.Writer, q *DataReq) error { return writeHeader(w, EncodeDataReq(q)) }
 
