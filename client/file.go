@@ -573,7 +573,8 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				info, _ := f.tx.c.node(rp.Node)
 				addrs[k], starts[k] = info.Addr, rp.Start
 			}
-			if err := f.tx.c.data.writeRun(ctx, addrs, starts, blocks, crcs); err != nil {
+			first, _ := f.tx.c.node(x.Replicas[0].Node)
+			if err := f.tx.c.data.writeRun(ctx, addrs, starts, blocks, crcs, f.bs, f.tx.c.localFile(first)); err != nil {
 				lastErr = err
 				failed = true
 				var we *writeError

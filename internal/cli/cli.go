@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -65,6 +66,14 @@ func Main(args []string) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
+		// benchmark notes: go tool pprof -top plasma file).
+		if path := os.Getenv("PLASMA_CPUPROFILE"); path != "" {
+			if pf, err := os.Create(path); err == nil {
+				pprof.StartCPUProfile(pf)
+				defer func() { pprof.StopCPUProfile(); pf.Close() }()
+			}
+		}
 		err := c.run(ctx, args[1:])
 		switch {
 		case err == nil:

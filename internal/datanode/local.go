@@ -31,6 +31,13 @@ func (s *Server) ServeLocal(path string) error {
 			}
 			return err
 		}
+		// Only a peer that could open the block file itself (root or the
+		// datanode's own user) gets its descriptor.
+		if !s.trustedPeer(c) {
+			s.log.Warn("local reader refused: different user", "peer", c.RemoteAddr())
+			c.Close()
+			continue
+		}
 		rights := unix.UnixRights(int(s.store.data.Fd()))
 		_, _, err = c.WriteMsgUnix([]byte(s.store.Config.Identity), rights, nil)
 		c.Close()
@@ -38,4 +45,18 @@ func (s *Server) ServeLocal(path string) error {
 			s.log.Warn("local reader handshake failed", "err", err)
 		}
 	}
+}
+
+func (s *Server) trustedPeer(c *net.UnixConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	var cerr error
+	raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if cerr != nil || cred == nil {
+		return false
+	}
+	return cred.Uid == 0 || int(cred.Uid) == os.Getuid()
 }

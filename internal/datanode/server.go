@@ -268,6 +268,15 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			if err := s.writeChain(&next, q, (*bufp)[:q.Length]); err != nil {
 				resp = errResp(err)
 			}
+		case wire.DataAdopt:
+			bufp = s.bufs.Get().(*[]byte)
+			err := s.store.Adopt(q.Block, q.CRC, *bufp)
+			if err == nil && len(q.Chain) > 0 {
+				err = s.forward(&next, q, *bufp)
+			}
+			if err != nil {
+				resp = errResp(err)
+			}
 		case wire.DataRead:
 			bufp = s.bufs.Get().(*[]byte)
 			crc, err := s.store.Read(q.Block, *bufp)
@@ -325,6 +334,15 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
 	if len(q.Chain) == 0 {
 		return s.store.Write(q.Block, data, q.CRC)
 	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.forward(next, q, data) }()
+	lerr := s.store.Write(q.Block, data, q.CRC)
+	return errors.Join(lerr, <-errc)
+}
+
+// forward writes data to the next datanode of q's chain (which forwards it
+// further) and waits for its acknowledgement.
+func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 	h := q.Chain[0]
 	fwd := &wire.DataReq{Op: wire.DataWrite, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: q.Ticket}
 	if *next != nil && (*next).addr != h.Addr {
@@ -339,14 +357,8 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
 		*next = &hop{addr: h.Addr, nc: nc, r: bufio.NewReader(nc)}
 	}
 	n := *next
-	errc := make(chan error, 1)
-	go func() {
-		bufs := net.Buffers{wire.FrameDataHeader(fwd), data}
-		_, err := bufs.WriteTo(n.nc)
-		errc <- err
-	}()
-	lerr := s.store.Write(q.Block, data, q.CRC)
-	ferr := <-errc
+	bufs := net.Buffers{wire.FrameDataHeader(fwd), data}
+	_, ferr := bufs.WriteTo(n.nc)
 	if ferr == nil {
 		var resp *wire.DataResp
 		resp, ferr = wire.ReadDataResp(n.r)
@@ -359,5 +371,5 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
 		*next = nil
 		ferr = fmt.Errorf("replica on datanode %s: %w", h.Addr, ferr)
 	}
-	return errors.Join(lerr, ferr)
+	return ferr
 }

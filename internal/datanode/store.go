@@ -190,6 +190,29 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32) error {
 	// Start writeback now, so the fdatasync before commit finds little
 	// left to do and disk writes overlap the transfer.
 	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
+	return s.setCRC(block, crc)
+}
+
+// Adopt records crc for a block a local client wrote into the data file
+// itself, after checking the block's content against it, and reads the
+// block into buf (for forwarding).
+func (s *BlockStore) Adopt(block uint64, crc uint32, buf []byte) error {
+	bs := int(s.Config.Blocksize)
+	if err := s.check(block, 1); err != nil {
+		return err
+	}
+	off := int64(block) * int64(bs)
+	if _, err := s.data.ReadAt(buf[:bs], off); err != nil {
+		return err
+	}
+	if got := crc32.Checksum(buf[:bs], castagnoli); got != crc {
+		return fmt.Errorf("%w: block %d written locally reads as %08x, writer computed %08x", ErrChecksum, block, got, crc)
+	}
+	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
+	return s.setCRC(block, crc)
+}
+
+func (s *BlockStore) setCRC(block uint64, crc uint32) error {
 	var c [4]byte
 	binary.LittleEndian.PutUint32(c[:], crc)
 	if _, err := s.crcf.WriteAt(c[:], int64(block)*4); err != nil {

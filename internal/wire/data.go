@@ -16,6 +16,7 @@ const (
 	DataSync                       // make every write so far durable (fdatasync)
 	DataVerify                     // check Count blocks from Block against their stored checksums
 	DataIdentity                   // report identity, cluster and blocksize
+	DataAdopt                      // a local client wrote Block itself: verify CRC, record it, forward along Chain
 )
 
 // Hop is a further replica a write is forwarded to.
@@ -132,7 +133,7 @@ func DecodeDataReq(b []byte) (*DataReq, error) {
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")
 	}
-	if d.Err == nil && (q.Op < DataWrite || q.Op > DataIdentity) {
+	if d.Err == nil && (q.Op < DataWrite || q.Op > DataAdopt) {
 		d.fail(fmt.Sprintf("unknown data op %d", q.Op))
 	}
 	if d.Err != nil {
