@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "seq|lookup|create|random|parallel-cat [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
 func intList(s string) ([]int, error) {
@@ -30,7 +30,7 @@ func intList(s string) ([]int, error) {
 
 func cmdBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("which benchmark? seq, lookup, create, random, parallel-cat")
+		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree")
 	}
 	which := args[0]
 	if which == "echo-server" {
@@ -53,6 +53,12 @@ func cmdBench(ctx context.Context, args []string) error {
 	ino := f.Uint64("ino", 0, "lookup: inode number (default: the root)")
 	mode := f.String("mode", "durable", "create: label for how the namenode commits (durable or relaxed)")
 	cold := f.Bool("cold", false, "random: also measure with dropped caches (root)")
+	npFlag := f.String("np", "1,2,4", "metarates: process counts")
+	shared := f.Bool("shared-dir", false, "metarates: all processes in one directory")
+	tgt := f.String("target", "native", "metarates, fdtree: 'native' (PlasmaFS API) or a local directory path")
+	levels := f.Int("levels", 3, "fdtree: tree depth")
+	dirs := f.Int("dirs", 4, "fdtree: subdirectories per directory")
+	files := f.Int("files", 10, "fdtree: files per directory")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
@@ -117,6 +123,18 @@ func cmdBench(ctx context.Context, args []string) error {
 			return usagef("-P must be a count")
 		}
 		if rep, err = bench.ParallelCat(ctx, cfg, f.pos[0], p); err != nil {
+			return err
+		}
+	case "metarates":
+		np, err := intList(*npFlag)
+		if err != nil {
+			return err
+		}
+		if rep, err = bench.Metarates(ctx, cfg, bench.MetaratesOptions{NP: np, N: *n, SharedDir: *shared, Target: *tgt, Root: "/plasma-bench-meta"}); err != nil {
+			return err
+		}
+	case "fdtree":
+		if rep, err = bench.Fdtree(ctx, cfg, bench.FdtreeOptions{Levels: *levels, Dirs: *dirs, Files: *files, Target: *tgt, Root: "/plasma-bench-fdtree"}); err != nil {
 			return err
 		}
 	default:

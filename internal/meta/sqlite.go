@@ -28,9 +28,26 @@ var migrations = []string{
 	CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`,
 }
 
+// SQL shared by SQLite and PostgreSQL; prepared once per store.
+const (
+	sqlPutInode = `INSERT INTO inodes VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+				ON CONFLICT (ino) DO UPDATE SET type=excluded.type, mode=excluded.mode, owner=excluded.owner,
+				grp=excluded.grp, size=excluded.size, nlink=excluded.nlink, mtime=excluded.mtime, ctime=excluded.ctime,
+				rep=excluded.rep, seq=excluded.seq, target=excluded.target`
+	sqlDelInode   = `DELETE FROM inodes WHERE ino = $1`
+	sqlDelExtents = `DELETE FROM extents WHERE ino = $1`
+	sqlDelName    = `DELETE FROM names WHERE parent = $1 AND name = $2`
+	sqlPutName    = `INSERT INTO names VALUES ($1,$2,$3) ON CONFLICT (parent, name) DO UPDATE SET ino=excluded.ino`
+	sqlPutExtent  = `INSERT INTO extents VALUES ($1,$2,$3,$4,$5)`
+	sqlPutNode    = `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
+)
+
+var statements = []string{sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode}
+
 // SQLite is the embedded metadata store: one database file in WAL mode.
 type SQLite struct {
-	db *sql.DB
+	db    *sql.DB
+	stmts map[string]*sql.Stmt // prepared once, bound to each transaction
 }
 
 // OpenSQLite opens (creating and migrating if needed) the database at path.
@@ -51,10 +68,18 @@ func OpenSQLite(path string, relaxed bool) (*SQLite, error) {
 		return nil, fmt.Errorf("open metadata db %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db}
+	s := &SQLite{db: db, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("metadata db %s: %w", path, err)
+	}
+	for _, q := range statements {
+		st, err := db.Prepare(q)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("metadata db %s: prepare %q: %w", path, q, err)
+		}
+		s.stmts[q] = st
 	}
 	return s, nil
 }
@@ -206,7 +231,7 @@ func (s *SQLite) Apply(changes []*Change) error {
 	if err != nil {
 		return fmt.Errorf("begin metadata transaction: %w", err)
 	}
-	if err := apply(tx, changes); err != nil {
+	if err := apply(tx, changes, s.prepared); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -216,25 +241,39 @@ func (s *SQLite) Apply(changes []*Change) error {
 	return nil
 }
 
+// prepared returns the statement for q, prepared at open time (preparing
+// during a transaction would wait for the only connection).
+func (s *SQLite) prepared(q string) (*sql.Stmt, error) {
+	if st := s.stmts[q]; st != nil {
+		return st, nil
+	}
+	return nil, fmt.Errorf("statement not prepared: %q", q)
+}
+
 // apply writes changes through tx with SQL that SQLite and PostgreSQL share.
-func apply(tx *sql.Tx, changes []*Change) error {
+// prepare returns a statement prepared on the database (it is bound to tx
+// here).
+func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, error)) error {
+	bound := map[string]*sql.Stmt{}
 	var putInode, delInode, putName, delName, delExt, putExt, putNode *sql.Stmt
 	prep := func(st **sql.Stmt, q string) (*sql.Stmt, error) {
 		if *st == nil {
-			s, err := tx.Prepare(q)
-			if err != nil {
-				return nil, fmt.Errorf("prepare %q: %w", q, err)
+			if b := bound[q]; b != nil {
+				*st = b
+				return b, nil
 			}
-			*st = s
+			s, err := prepare(q)
+			if err != nil {
+				return nil, err
+			}
+			*st = tx.Stmt(s)
+			bound[q] = *st
 		}
 		return *st, nil
 	}
 	for _, c := range changes {
 		for _, a := range c.PutInodes {
-			st, err := prep(&putInode, `INSERT INTO inodes VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
-				ON CONFLICT (ino) DO UPDATE SET type=excluded.type, mode=excluded.mode, owner=excluded.owner,
-				grp=excluded.grp, size=excluded.size, nlink=excluded.nlink, mtime=excluded.mtime, ctime=excluded.ctime,
-				rep=excluded.rep, seq=excluded.seq, target=excluded.target`)
+			st, err := prep(&putInode, sqlPutInode)
 			if err != nil {
 				return err
 			}
@@ -243,7 +282,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 			}
 		}
 		for _, ino := range c.DelInodes {
-			st, err := prep(&delInode, `DELETE FROM inodes WHERE ino = $1`)
+			st, err := prep(&delInode, sqlDelInode)
 			if err != nil {
 				return err
 			}
@@ -251,7 +290,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 				return fmt.Errorf("delete inode %d: %w", ino, err)
 			}
 			if c.Blocks == nil || c.Blocks[ino] == nil {
-				st, err := prep(&delExt, `DELETE FROM extents WHERE ino = $1`)
+				st, err := prep(&delExt, sqlDelExtents)
 				if err != nil {
 					return err
 				}
@@ -261,7 +300,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 			}
 		}
 		for _, k := range c.DelEntries {
-			st, err := prep(&delName, `DELETE FROM names WHERE parent = $1 AND name = $2`)
+			st, err := prep(&delName, sqlDelName)
 			if err != nil {
 				return err
 			}
@@ -270,7 +309,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 			}
 		}
 		for _, e := range c.PutEntries {
-			st, err := prep(&putName, `INSERT INTO names VALUES ($1,$2,$3) ON CONFLICT (parent, name) DO UPDATE SET ino=excluded.ino`)
+			st, err := prep(&putName, sqlPutName)
 			if err != nil {
 				return err
 			}
@@ -279,7 +318,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 			}
 		}
 		for ino, xs := range c.Blocks {
-			st, err := prep(&delExt, `DELETE FROM extents WHERE ino = $1`)
+			st, err := prep(&delExt, sqlDelExtents)
 			if err != nil {
 				return err
 			}
@@ -287,7 +326,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 				return fmt.Errorf("replace blocks of inode %d: %w", ino, err)
 			}
 			for _, x := range xs {
-				st, err := prep(&putExt, `INSERT INTO extents VALUES ($1,$2,$3,$4,$5)`)
+				st, err := prep(&putExt, sqlPutExtent)
 				if err != nil {
 					return err
 				}
@@ -306,7 +345,7 @@ func apply(tx *sql.Tx, changes []*Change) error {
 			}
 		}
 		for _, d := range c.PutNodes {
-			st, err := prep(&putNode, `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`)
+			st, err := prep(&putNode, sqlPutNode)
 			if err != nil {
 				return err
 			}
@@ -324,4 +363,9 @@ func apply(tx *sql.Tx, changes []*Change) error {
 }
 
 // Close implements Store.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	return s.db.Close()
+}
