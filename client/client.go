@@ -158,6 +158,16 @@ func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
 	return s, nil
 }
 
+// Lookup resolves path outside any transaction: one round trip, reading
+// the latest committed state.
+func (c *Client) Lookup(ctx context.Context, path string) (FileInfo, error) {
+	r, err := c.call(ctx, &wire.Request{Op: wire.OpLookup, Path: path})
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return infoOf(r.Attr), nil
+}
+
 // Ping makes one empty round trip to the namenode.
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.call(ctx, &wire.Request{Op: wire.OpPing})

@@ -57,9 +57,7 @@ func (t *nativeTarget) Create(p string) error {
 	})
 }
 func (t *nativeTarget) Stat(p string) error {
-	tx, _ := t.c.Begin(t.ctx)
-	defer tx.Abort(t.ctx)
-	_, err := tx.Lookup(t.ctx, t.p(p))
+	_, err := t.c.Lookup(t.ctx, t.p(p))
 	return err
 }
 func (t *nativeTarget) Utime(p string) error {

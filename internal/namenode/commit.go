@@ -10,7 +10,9 @@ import (
 type commitReq struct {
 	tx     *Txn // nil for namenode-internal changes
 	change *meta.Change
-	done   chan error // nil: nobody waits
+	// reply answers the client; the committer calls it itself so an
+	// acknowledgement costs no further goroutine hand-off.
+	reply func(error)
 }
 
 // prepareCommit turns tx's private state into a store change. Called with
@@ -167,8 +169,8 @@ func (n *Namenode) committer() {
 			n.log.Error("metadata commit failed", "err", err, "transactions", len(batch))
 		}
 		for _, r := range batch {
-			if r.done != nil {
-				r.done <- err
+			if r.reply != nil {
+				r.reply(err)
 			}
 		}
 	}

@@ -127,14 +127,13 @@ func (n *Namenode) commit(c *conn, id, txID uint64) {
 		return
 	}
 	tx.committing = true
-	req := &commitReq{tx: tx, change: n.prepareCommit(tx), done: make(chan error, 1)}
-	n.mu.Unlock()
-	n.commitQ <- req
-	go func() {
-		if err := <-req.done; err != nil {
+	req := &commitReq{tx: tx, change: n.prepareCommit(tx), reply: func(err error) {
+		if err != nil {
 			c.send(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: "commit failed: " + err.Error()})
 			return
 		}
 		c.send(id, &wire.Response{})
-	}()
+	}}
+	n.mu.Unlock()
+	n.commitQ <- req
 }
