@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -28,6 +29,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	nodes map[uint32]wire.NodeInfo
+
+	dataLevel auth.Level
+	cred      *auth.Credential
 }
 
 // New connects to the first reachable namenode of cfg.
@@ -45,15 +49,38 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Group == "" {
 		cfg.Group = cfg.User
 	}
+	if cfg.Security == "" {
+		cfg.Security = "privacy"
+	}
+	if cfg.DataSecurity == "" {
+		cfg.DataSecurity = "auth"
+	}
+	level, err := auth.ParseLevel(cfg.Security)
+	if err != nil {
+		return nil, err
+	}
+	dataLevel, err := auth.ParseLevel(cfg.DataSecurity)
+	if err != nil {
+		return nil, err
+	}
+	var cred *auth.Credential
+	if cfg.CredentialFile != "" {
+		if cred, err = auth.LoadCredential(cfg.CredentialFile); err != nil {
+			return nil, fmt.Errorf("credential: %w", err)
+		}
+		cfg.User, cfg.Group = cred.Identity.User, cred.Identity.PrimaryGroup()
+	} else if level != auth.None || dataLevel != auth.None {
+		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, ConfigFile())
+	}
 	var errs []error
 	for _, a := range cfg.Namenodes {
-		nn, err := rpc.Dial(ctx, a)
+		nn, err := rpc.Dial(ctx, a, level, cred)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		host, _ := os.Hostname()
-		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}}
+		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, cred: cred}
 		c.data = newDataPool(c)
 		c.nextTx.Store(uint64(time.Now().UnixNano()))
 		return c, nil

@@ -16,12 +16,23 @@ type Config struct {
 	Group     string   // file group for new files (default: User)
 	// NoShortCircuit makes the client read local blocks over TCP too.
 	NoShortCircuit bool
+	// Security and DataSecurity are the levels ("none", "auth",
+	// "privacy") of namenode and datanode connections; empty means the
+	// cluster defaults "privacy" and "auth".
+	Security     string
+	DataSecurity string
+	// CredentialFile is the user's credential ('plasma admin user add'),
+	// needed above level none.
+	CredentialFile string
 }
 
 // ClusterEntry is one cluster of a client configuration file.
 type ClusterEntry struct {
-	Name      string
-	Namenodes []string
+	Name         string
+	Namenodes    []string
+	Security     string
+	DataSecurity string
+	Credential   string
 }
 
 // ConfigFile returns the path of the client configuration file:
@@ -41,8 +52,20 @@ func ConfigFile() string {
 // explicit namenodes (with cluster) win; else the entry named cluster in
 // the configuration file; else $PLASMAFS_CLUSTER and $PLASMAFS_NAMENODES;
 // else the first entry of the configuration file.
-func LoadConfig(cluster string, namenodes []string) (Config, error) {
-	cfg := Config{Cluster: cluster, Namenodes: namenodes}
+func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
+	cfg = Config{Cluster: cluster, Namenodes: namenodes}
+	defer func() {
+		// The environment overrides the file.
+		if v := os.Getenv("PLASMAFS_SECURITY"); v != "" {
+			cfg.Security = v
+		}
+		if v := os.Getenv("PLASMAFS_DATA_SECURITY"); v != "" {
+			cfg.DataSecurity = v
+		}
+		if v := os.Getenv("PLASMAFS_CREDENTIAL"); v != "" {
+			cfg.CredentialFile = v
+		}
+	}()
 	if len(namenodes) > 0 {
 		return cfg, nil
 	}
@@ -74,6 +97,7 @@ func LoadConfig(cluster string, namenodes []string) (Config, error) {
 		if cluster == "" || e.Name == cluster {
 			cfg.Cluster = e.Name
 			cfg.Namenodes = e.Namenodes
+			cfg.Security, cfg.DataSecurity, cfg.CredentialFile = e.Security, e.DataSecurity, e.Credential
 			return cfg, nil
 		}
 	}
@@ -128,6 +152,12 @@ func ParseConfigFile(s string) ([]ClusterEntry, error) {
 				cur.Name = v
 			case "addr":
 				cur.Namenodes = append(cur.Namenodes, v)
+			case "security":
+				cur.Security = v
+			case "data_security":
+				cur.DataSecurity = v
+			case "credential":
+				cur.Credential = v
 			}
 		default:
 			return nil, fmt.Errorf("unexpected %q", t)
@@ -178,6 +208,11 @@ func FormatConfigFile(entries []ClusterEntry) string {
 	b.WriteString("plasmafs {\n")
 	for _, e := range entries {
 		fmt.Fprintf(&b, "  cluster {\n    clustername = %q;\n", e.Name)
+		for k, v := range map[string]string{"security": e.Security, "data_security": e.DataSecurity, "credential": e.Credential} {
+			if v != "" {
+				fmt.Fprintf(&b, "    %s = %q;\n", k, v)
+			}
+		}
 		for _, a := range e.Namenodes {
 			fmt.Fprintf(&b, "    node { addr = %q; };\n", a)
 		}

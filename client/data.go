@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -42,8 +43,13 @@ func (p *dataPool) get(ctx context.Context, addr string) (*dataConn, error) {
 	}
 	p.mu.Unlock()
 	d := net.Dialer{Timeout: 10 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		return nil, fmt.Errorf("datanode %s: %w", addr, err)
+	}
+	nc, err := auth.Client(raw, p.c.dataLevel, p.c.cred)
+	if err != nil {
+		raw.Close()
 		return nil, fmt.Errorf("datanode %s: %w", addr, err)
 	}
 	return &dataConn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, 256<<10), w: bufio.NewWriterSize(nc, 256<<10)}, nil
@@ -98,8 +104,8 @@ func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) 
 
 // readBlock reads one block into buf (len ≥ blocksize) and checks it
 // against want.
-func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, buf []byte, want uint32) error {
-	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataRead, Block: block})
+func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, ticket []byte, buf []byte, want uint32) error {
+	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataRead, Block: block, Ticket: ticket})
 	if err != nil {
 		return err
 	}
@@ -155,7 +161,7 @@ func blameFor(addrs []string, msg string) []string {
 // client because it runs on the same host), the client stores each block
 // itself and the datanode only verifies it, records its checksum and
 // forwards it: the data never crosses a socket to the first replica.
-func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64, blocks [][]byte, crcs []uint32, bs int, local *os.File) error {
+func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) error {
 	dc, err := p.get(ctx, addrs[0])
 	if err != nil {
 		return &writeError{addrs[:1], err}
@@ -165,9 +171,9 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 	go func() {
 		var err error
 		for i, b := range blocks {
-			q := &wire.DataReq{Op: wire.DataWrite, Block: starts[0] + uint64(i), Length: uint32(len(b)), CRC: crcs[i]}
+			q := &wire.DataReq{Op: wire.DataWrite, Block: starts[0] + uint64(i), Length: uint32(len(b)), CRC: crcs[i], Ticket: ticketAt(tickets, 0)}
 			for k := 1; k < len(addrs); k++ {
-				q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k] + uint64(i)})
+				q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k] + uint64(i), Ticket: ticketAt(tickets, k)})
 			}
 			if local != nil {
 				// The buffer is a whole, zero-padded block.
@@ -240,8 +246,15 @@ func (p *dataPool) syncAll(ctx context.Context, addrs map[string]bool) error {
 	return errors.Join(all...)
 }
 
-func (p *dataPool) verify(ctx context.Context, addr string, start, count uint64) ([]uint64, []uint32, error) {
-	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataVerify, Block: start, Count: uint32(count)})
+func ticketAt(ts [][]byte, i int) []byte {
+	if i < len(ts) {
+		return ts[i]
+	}
+	return nil
+}
+
+func (p *dataPool) verify(ctx context.Context, addr string, start, count uint64, ticket []byte) ([]uint64, []uint32, error) {
+	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataVerify, Block: start, Count: uint32(count), Ticket: ticket})
 	if err != nil {
 		return nil, nil, err
 	}

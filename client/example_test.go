@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func connect() *client.Client {
-	c, err := client.New(context.Background(), client.Config{Namenodes: []string{exampleCluster.Addr}})
+	c, err := client.New(context.Background(), client.Config{Namenodes: []string{exampleCluster.Addr}, Security: "none", DataSecurity: "none"})
 	if err != nil {
 		panic(err)
 	}
@@ -129,8 +129,12 @@ func ExampleFile_WriteAt() {
 // The client configuration file uses the original Plasma syntax.
 func ExampleParseConfigFile() {
 	entries, err := client.ParseConfigFile(`plasmafs {
-	  cluster { clustername = "c1"; node { addr = "10.0.0.1:2730" }; node { addr = "10.0.0.2:2730" }; };
+	  cluster {
+	    clustername = "c1"; security = "privacy"; credential = "/home/me/me.pem";
+	    node { addr = "10.0.0.1:2730" }; node { addr = "10.0.0.2:2730" };
+	  };
 	}`)
-	fmt.Println(entries, err)
-	// Output: [{c1 [10.0.0.1:2730 10.0.0.2:2730]}] <nil>
+	e := entries[0]
+	fmt.Println(e.Name, e.Namenodes, e.Security, e.Credential, err)
+	// Output: c1 [10.0.0.1:2730 10.0.0.2:2730] privacy /home/me/me.pem <nil>
 }

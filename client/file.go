@@ -116,10 +116,11 @@ func (f *File) loadBlocks() error {
 }
 
 type location struct {
-	addr  string
-	block uint64
-	node  string
-	info  wire.NodeInfo
+	addr   string
+	block  uint64
+	node   string
+	info   wire.NodeInfo
+	ticket []byte
 }
 
 // locate returns the replicas of block idx (live ones first, spread over
@@ -134,9 +135,10 @@ func (f *File) locate(idx uint64) (locs []location, crc uint32, ok bool) {
 	var dead []location
 	n := len(x.Replicas)
 	for j := 0; j < n; j++ {
-		r := x.Replicas[(j+int(idx/128))%n]
+		ri := (j + int(idx/128)) % n
+		r := x.Replicas[ri]
 		info, _ := f.tx.c.node(r.Node)
-		l := location{addr: info.Addr, block: r.Start + k, node: info.Identity, info: info}
+		l := location{addr: info.Addr, block: r.Start + k, node: info.Identity, info: info, ticket: ticketAt(x.Tickets, ri)}
 		if info.Alive {
 			locs = append(locs, l)
 		} else {
@@ -176,7 +178,7 @@ func (f *File) readBlock(idx uint64, buf []byte) error {
 				return nil
 			}
 		}
-		err := f.tx.c.data.readBlock(f.ctx, l.addr, l.block, buf, crc)
+		err := f.tx.c.data.readBlock(f.ctx, l.addr, l.block, l.ticket, buf, crc)
 		if err == nil {
 			return nil
 		}
@@ -574,7 +576,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				addrs[k], starts[k] = info.Addr, rp.Start
 			}
 			first, _ := f.tx.c.node(x.Replicas[0].Node)
-			if err := f.tx.c.data.writeRun(ctx, addrs, starts, blocks, crcs, f.bs, f.tx.c.localFile(first)); err != nil {
+			if err := f.tx.c.data.writeRun(ctx, addrs, starts, x.Tickets, blocks, crcs, f.bs, f.tx.c.localFile(first)); err != nil {
 				lastErr = err
 				failed = true
 				var we *writeError
@@ -597,6 +599,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 			}
 			f.tx.mu.Unlock()
 			x.CRC = crcs
+			x.Tickets = nil
 			out = append(out, x)
 		}
 		if !failed {

@@ -321,7 +321,10 @@ type FsckReport struct {
 // Fsck checks the metadata and every block replica's checksum on its
 // datanode.
 func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
-	r, err := c.call(ctx, &wire.Request{Op: wire.OpFsck})
+	// In a transaction, so the namenode hands out read tickets.
+	tx, _ := c.Begin(ctx)
+	defer tx.Abort(ctx)
+	r, err := tx.call(ctx, &wire.Request{Op: wire.OpFsck})
 	if err != nil {
 		return FsckReport{}, err
 	}
@@ -329,12 +332,12 @@ func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
 	for _, f := range r.Files {
 		for _, x := range f.Extents {
 			rep.Blocks += int(x.Count)
-			for _, rp := range x.Replicas {
+			for ri, rp := range x.Replicas {
 				n, ok := c.node(rp.Node)
 				if !ok {
 					continue
 				}
-				bad, crcs, err := c.data.verify(ctx, n.Addr, rp.Start, uint64(x.Count))
+				bad, crcs, err := c.data.verify(ctx, n.Addr, rp.Start, uint64(x.Count), ticketAt(x.Tickets, ri))
 				if err != nil {
 					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: blocks %d-%d on datanode %s (%s): %v", f.Path, x.Index, x.Index+uint64(x.Count)-1, n.Identity, n.Addr, err))
 					continue

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 )
 
 func init() {
@@ -50,11 +51,19 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 	detach := f.Bool("detach", false, "start in the background and return")
 	relaxed := f.Bool("relaxed", false, "relaxed commit mode (acknowledge before fsync)")
 	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
+	secFlag := f.String("security", "privacy", "namenode traffic security: none, auth or privacy")
+	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth or privacy")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if *n < 1 || *n > 64 {
 		return usagef("-datanodes %d: must be 1..64", *n)
+	}
+	if _, err := auth.ParseLevel(*secFlag); err != nil {
+		return usagef("%v", err)
+	}
+	if _, err := auth.ParseLevel(*dataSecFlag); err != nil {
+		return usagef("%v", err)
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
@@ -75,6 +84,34 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	// Cluster secrets and the daemons' and administrator's credentials.
+	secDir := filepath.Join(*dir, "secrets")
+	secrets, err := auth.LoadSecrets(secDir)
+	if err != nil {
+		if secrets, err = auth.InitSecrets(secDir, *name); err != nil {
+			return fmt.Errorf("create cluster secrets: %w", err)
+		}
+	}
+	issue := func(file, who string, role auth.Role) (string, error) {
+		p := filepath.Join(secDir, file)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		c, err := secrets.Issue(who, role, nil)
+		if err != nil {
+			return "", err
+		}
+		return p, os.WriteFile(p, c.PEM(), 0o600)
+	}
+	nnCred, err := issue("namenode.pem", "namenode", auth.RoleDaemon)
+	if err != nil {
+		return err
+	}
+	adminCred, err := issue("admin.pem", currentUser(), auth.RoleSuperuser)
+	if err != nil {
+		return err
+	}
+	ticketKey := filepath.Join(secDir, "ticket.key")
 	if *nnAddr == "" {
 		if *nnAddr, err = freePort(); err != nil {
 			return err
@@ -106,7 +143,8 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		}
 		os.Remove(filepath.Join(*dir, "pids"))
 	}
-	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10)}
+	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
+		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey}
 	if *relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
@@ -123,12 +161,18 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 			stopAll()
 			return err
 		}
-		if err := start(fmt.Sprintf("dn%d.log", i), "datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr); err != nil {
+		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDaemon)
+		if err != nil {
+			stopAll()
+			return err
+		}
+		if err := start(fmt.Sprintf("dn%d.log", i), "datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr,
+			"-security", *dataSecFlag, "-namenode-security", *secFlag, "-credential", dnCred, "-ticket-key", ticketKey); err != nil {
 			stopAll()
 			return err
 		}
 	}
-	cfg := client.Config{Cluster: *name, Namenodes: []string{*nnAddr}}
+	cfg := client.Config{Cluster: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, CredentialFile: adminCred}
 	if err := waitDatanodes(ctx, cfg, *n, procs); err != nil {
 		stopAll()
 		return fmt.Errorf("%w (see the logs in %s)", err, *dir)
@@ -141,7 +185,7 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		stopAll()
 		return err
 	}
-	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}}})
+	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred}})
 	os.WriteFile(filepath.Join(*dir, "client.conf"), []byte(conf), 0o644)
 	cfgPath := client.ConfigFile()
 	if *writeCfg {
@@ -151,6 +195,7 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", *name, *nnAddr, *n, bs, *dir)
+	fmt.Fprintf(stdout, "security: namenode %s, datanodes %s; your superuser credential is %s\n", *secFlag, *dataSecFlag, adminCred)
 	if *writeCfg {
 		fmt.Fprintf(stdout, "client configuration written to %s; try:\n", cfgPath)
 	} else {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/datanode"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/namenode"
@@ -84,11 +85,22 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	txnTimeout := f.Duration("txn-timeout", 10*time.Minute, "abort transactions idle this long")
 	hb := f.Duration("heartbeat-timeout", 10*time.Second, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
+	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth or privacy")
+	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
+	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if len(f.pos) != 0 {
 		return usagef("unexpected argument %q", f.pos[0])
+	}
+	sec, err := auth.ParseLevel(*secFlag)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cred, tk, err := loadDaemonSecrets(*credFile, *ticketKey)
+	if err != nil {
+		return err
 	}
 	if bs < 64<<10 || bs > 64<<20 || bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
@@ -103,7 +115,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	defer store.Close()
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
-		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log})
+		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk})
 	if err != nil {
 		return err
 	}
@@ -159,14 +171,31 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	nnAddr := f.String("namenode", "127.0.0.1:2730", "namenode address")
 	hb := f.Duration("heartbeat", time.Second, "heartbeat interval")
 	level := f.String("log-level", "info", "log level")
+	secFlag := f.String("security", "auth", "security level of data connections: none, auth or privacy")
+	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
+	credFile := f.String("credential", "", "the datanode's credential (needed above level none)")
+	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if *dir == "" {
 		return usagef("-dir is required")
 	}
+	sec, err := auth.ParseLevel(*secFlag)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	nnSec, err := auth.ParseLevel(*nnSecFlag)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cred, tk, err := loadDaemonSecrets(*credFile, *ticketKey)
+	if err != nil {
+		return err
+	}
 	log := logger(*level)
-	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log})
+	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
+		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk})
 	if err != nil {
 		return err
 	}
@@ -198,4 +227,21 @@ func cmdDatanode(ctx context.Context, args []string) error {
 		srv.Close()
 		return err
 	}
+}
+
+func loadDaemonSecrets(credFile, ticketFile string) (*auth.Credential, []byte, error) {
+	var cred *auth.Credential
+	var tk []byte
+	var err error
+	if credFile != "" {
+		if cred, err = auth.LoadCredential(credFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ticketFile != "" {
+		if tk, err = os.ReadFile(ticketFile); err != nil {
+			return nil, nil, fmt.Errorf("ticket key: %w", err)
+		}
+	}
+	return cred, tk, nil
 }

@@ -22,6 +22,11 @@ type Options struct {
 	Size      int64 // per datanode volume; default 256 MiB
 	Cluster   string
 	Relaxed   bool
+	// Security and DataSecurity are the levels of namenode and datanode
+	// traffic (default: the production defaults, privacy and auth).
+	// In-process clusters always run at level none.
+	Security     string
+	DataSecurity string
 }
 
 func (o *Options) defaults() {
@@ -36,6 +41,12 @@ func (o *Options) defaults() {
 	}
 	if o.Cluster == "" {
 		o.Cluster = "test"
+	}
+	if o.Security == "" {
+		o.Security = "privacy"
+	}
+	if o.DataSecurity == "" {
+		o.DataSecurity = "auth"
 	}
 }
 
@@ -106,7 +117,7 @@ func StartInProcess(t TB, o Options) *InProcess {
 // Client connects a new client to the cluster and closes it at cleanup.
 func (c *InProcess) Client(t TB) *client.Client {
 	t.Helper()
-	cl, err := client.New(context.Background(), client.Config{Namenodes: []string{c.Addr}})
+	cl, err := client.New(context.Background(), client.Config{Namenodes: []string{c.Addr}, Security: "none", DataSecurity: "none"})
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}

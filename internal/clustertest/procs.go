@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 )
 
 var (
@@ -82,12 +83,15 @@ func (p *Proc) Running() bool {
 
 // Procs is a cluster of real plasma processes.
 type Procs struct {
-	t    testing.TB
-	Opts Options
-	Dir  string
-	Bin  string
-	NN   *Proc
-	DNs  []*Proc
+	t       testing.TB
+	Opts    Options
+	Dir     string
+	Bin     string
+	NN      *Proc
+	DNs     []*Proc
+	Secrets *auth.Secrets
+	// AdminCred is a superuser credential file for clients.
+	AdminCred string
 }
 
 func freeAddr(t testing.TB) string {
@@ -106,6 +110,11 @@ func Start(t testing.TB, o Options) *Procs {
 	o.defaults()
 	c := &Procs{t: t, Opts: o, Dir: t.TempDir(), Bin: Binary(t)}
 	c.NN = &Proc{Addr: freeAddr(t), Dir: c.Dir, Log: filepath.Join(c.Dir, "namenode.log")}
+	var err error
+	if c.Secrets, err = auth.InitSecrets(filepath.Join(c.Dir, "secrets"), o.Cluster); err != nil {
+		t.Fatalf("secrets: %v", err)
+	}
+	c.AdminCred = c.IssueCredential("admin", auth.RoleSuperuser)
 	t.Cleanup(c.stopAll)
 	c.StartNamenode()
 	for i := 0; i < o.Datanodes; i++ {
@@ -150,7 +159,8 @@ func (c *Procs) start(p *Proc, args ...string) {
 func (c *Procs) StartNamenode() {
 	c.t.Helper()
 	args := []string{"namenode", "-listen", c.NN.Addr, "-db", filepath.Join(c.Dir, "namenode.db"), "-cluster", c.Opts.Cluster,
-		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn"}
+		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn",
+		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleDaemon), "-ticket-key", c.TicketKeyFile()}
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")
 	}
@@ -206,7 +216,12 @@ func (c *Procs) AddDatanode() *Proc {
 // StartDatanode (re)starts a datanode process on its volume and address.
 func (c *Procs) StartDatanode(p *Proc) {
 	c.t.Helper()
-	c.start(p, "datanode", "-dir", p.Dir, "-listen", p.Addr, "-namenode", c.NN.Addr, "-heartbeat", "100ms", "-log-level", "warn")
+	args := []string{"datanode", "-dir", p.Dir, "-listen", p.Addr, "-namenode", c.NN.Addr, "-heartbeat", "100ms", "-log-level", "warn",
+		"-security", c.Opts.DataSecurity, "-namenode-security", c.Opts.Security, "-credential", c.IssueCredential("datanode", auth.RoleDaemon)}
+	if c.Opts.DataSecurity != "none" {
+		args = append(args, "-ticket-key", c.TicketKeyFile())
+	}
+	c.start(p, args...)
 }
 
 // Kill kills a process with SIGKILL and waits for it to be gone.
@@ -237,10 +252,41 @@ func (c *Procs) WaitLive(n int) {
 	c.t.Fatalf("namenode does not report %d live datanodes after 60s", n)
 }
 
-// Client connects a client (cfg's Namenodes are filled in).
+// IssueCredential writes a credential for name with role and returns its
+// file.
+func (c *Procs) IssueCredential(name string, role auth.Role, groups ...string) string {
+	c.t.Helper()
+	p := filepath.Join(c.Dir, "secrets", fmt.Sprintf("%s-%s.pem", name, role))
+	if _, err := os.Stat(p); err == nil && len(groups) == 0 {
+		return p
+	}
+	cred, err := c.Secrets.Issue(name, role, groups)
+	if err != nil {
+		c.t.Fatalf("issue credential: %v", err)
+	}
+	if err := os.WriteFile(p, cred.PEM(), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// TicketKeyFile is the file holding the cluster's ticket key.
+func (c *Procs) TicketKeyFile() string { return filepath.Join(c.Dir, "secrets", "ticket.key") }
+
+// Client connects a client (cfg's Namenodes are filled in; security
+// defaults to the cluster's, with the superuser credential).
 func (c *Procs) Client(cfg client.Config) *client.Client {
 	c.t.Helper()
 	cfg.Namenodes = []string{c.NN.Addr}
+	if cfg.Security == "" {
+		cfg.Security = c.Opts.Security
+	}
+	if cfg.DataSecurity == "" {
+		cfg.DataSecurity = c.Opts.DataSecurity
+	}
+	if cfg.CredentialFile == "" {
+		cfg.CredentialFile = c.AdminCred
+	}
 	cl, err := client.New(context.Background(), cfg)
 	if err != nil {
 		c.t.Fatalf("client: %v", err)
@@ -250,7 +296,8 @@ func (c *Procs) Client(cfg client.Config) *client.Client {
 
 // Env is the environment for plasma client commands against this cluster.
 func (c *Procs) Env() []string {
-	return append(os.Environ(), "PLASMAFS_NAMENODES="+c.NN.Addr, "PLASMAFS_CONFIG="+filepath.Join(c.Dir, "no-config"))
+	return append(os.Environ(), "PLASMAFS_NAMENODES="+c.NN.Addr, "PLASMAFS_CONFIG="+filepath.Join(c.Dir, "no-config"),
+		"PLASMAFS_SECURITY="+c.Opts.Security, "PLASMAFS_DATA_SECURITY="+c.Opts.DataSecurity, "PLASMAFS_CREDENTIAL="+c.AdminCred)
 }
 
 // Run runs a plasma command and returns its combined output and exit code.

@@ -10,8 +10,10 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -23,11 +25,25 @@ type Config struct {
 	Heartbeat time.Duration // interval between heartbeats
 	Host      string        // host name reported to clients (to detect local readers)
 	Logger    *slog.Logger
+
+	// Security is the level of data connections (clients and other
+	// datanodes); NamenodeSecurity the level towards the namenode.
+	Security         auth.Level
+	NamenodeSecurity auth.Level
+	Credential       *auth.Credential // this datanode's daemon credential
+	// TicketKey, shared with the namenode, checks tickets; nil accepts
+	// requests without tickets (only sensible at level none).
+	TicketKey []byte
+	MaxConns  int           // data connections (default 1024)
+	Idle      time.Duration // close a silent data connection after this (default 10m)
 }
 
 // Server serves one volume over the data protocol.
 type Server struct {
-	cfg   Config
+	cfg    Config
+	nodeID atomic.Uint32 // assigned by the namenode at registration
+	revMu  sync.Mutex
+	revoked map[uint64]time.Time // transaction tags whose tickets are void → when learned
 	store *BlockStore
 	log   *slog.Logger
 	bufs  sync.Pool
@@ -54,7 +70,23 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stop: make(chan struct{})}
+	if cfg.Security == 0 {
+		cfg.Security = auth.None
+	}
+	if cfg.NamenodeSecurity == 0 {
+		cfg.NamenodeSecurity = auth.None
+	}
+	if (cfg.Security != auth.None || cfg.NamenodeSecurity != auth.None) && cfg.Credential == nil {
+		st.Close()
+		return nil, fmt.Errorf("security level %s/%s needs the datanode's credential", cfg.Security, cfg.NamenodeSecurity)
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = 1024
+	}
+	if cfg.Idle == 0 {
+		cfg.Idle = 10 * time.Minute
+	}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
 	bs := int(st.Config.Blocksize)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
@@ -83,7 +115,7 @@ func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
 }
 
 func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
-	c, err := rpc.Dial(ctx, s.cfg.Namenode)
+	c, err := rpc.Dial(ctx, s.cfg.Namenode, s.cfg.NamenodeSecurity, s.cfg.Credential)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +127,11 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 		c.Close()
 		return nil, err
 	}
+	if len(resp.Nodes) == 0 {
+		c.Close()
+		return nil, fmt.Errorf("namenode %s: empty registration answer", s.cfg.Namenode)
+	}
+	s.nodeID.Store(resp.Nodes[0].ID)
 	s.log.Info("registered with namenode", "namenode", s.cfg.Namenode, "id", resp.Nodes[0].ID)
 	return c, nil
 }
@@ -125,6 +162,9 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 		if err == nil && resp.Code != wire.OK {
 			err = errors.New(resp.Msg)
 		}
+		if err == nil {
+			s.revoke(resp.Counters)
+		}
 		if err != nil {
 			s.log.Warn("lost namenode connection", "err", err)
 			c.Close()
@@ -152,10 +192,69 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		s.mu.Lock()
-		s.conns[nc] = struct{}{}
+		full := len(s.conns) >= s.cfg.MaxConns
+		if !full {
+			s.conns[nc] = struct{}{}
+		}
 		s.mu.Unlock()
-		go s.serveConn(nc)
+		if full {
+			s.log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr())
+			nc.Close()
+			continue
+		}
+		go func() {
+			sc, _, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
+			if err != nil {
+				s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "err", err)
+				s.mu.Lock()
+				delete(s.conns, nc)
+				s.mu.Unlock()
+				nc.Close()
+				return
+			}
+			s.serveConn(nc, sc)
+		}()
 	}
+}
+
+// revoke records transaction tags whose tickets are no longer valid.
+func (s *Server) revoke(tags []uint64) {
+	s.revMu.Lock()
+	defer s.revMu.Unlock()
+	now := time.Now()
+	for _, t := range tags {
+		s.revoked[t] = now
+	}
+	// Tickets live at most a day; forget older revocations.
+	for t, at := range s.revoked {
+		if now.Sub(at) > 24*time.Hour {
+			delete(s.revoked, t)
+		}
+	}
+}
+
+// checkTicket verifies the ticket of a request for count blocks from block.
+func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) error {
+	if s.cfg.TicketKey == nil {
+		return nil
+	}
+	if len(raw) == 0 {
+		return errors.New("request without a ticket refused")
+	}
+	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
+	if err != nil {
+		return err
+	}
+	if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
+		return err
+	}
+	s.revMu.Lock()
+	_, dead := s.revoked[t.Tag]
+	s.revMu.Unlock()
+	if dead {
+		return auth.ErrTicketRevoked
+	}
+	return nil
 }
 
 // Close stops serving.
@@ -191,11 +290,12 @@ type job struct {
 
 // serveConn reads requests in one goroutine and executes them, in order,
 // in another, so receiving the next block overlaps storing this one.
-func (s *Server) serveConn(nc net.Conn) {
+func (s *Server) serveConn(raw, nc net.Conn) {
 	defer func() {
 		nc.Close()
+		raw.Close()
 		s.mu.Lock()
-		delete(s.conns, nc)
+		delete(s.conns, raw)
 		s.mu.Unlock()
 	}()
 	jobs := make(chan job, 4)
@@ -211,6 +311,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	r := bufio.NewReaderSize(nc, 256<<10)
 	bs := int(s.store.Config.Blocksize)
 	for {
+		nc.SetReadDeadline(time.Now().Add(s.cfg.Idle))
 		q, err := wire.ReadDataReq(r, nil)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -263,6 +364,19 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		var resp wire.DataResp
 		var payload []byte
 		bufp := j.bufp
+		var terr error
+		switch q.Op {
+		case wire.DataWrite, wire.DataAdopt:
+			terr = s.checkTicket(q.Ticket, q.Block, 1, true)
+		case wire.DataRead:
+			terr = s.checkTicket(q.Ticket, q.Block, 1, false)
+		case wire.DataVerify:
+			terr = s.checkTicket(q.Ticket, q.Block, uint64(q.Count), false)
+		}
+		if terr != nil {
+			resp = wire.DataResp{Status: wire.ErrCodePerm, Msg: fmt.Sprintf("datanode %s: %v", s.store.Config.Identity, terr)}
+			q = &wire.DataReq{} // answered below without doing anything
+		}
 		switch q.Op {
 		case wire.DataWrite:
 			if err := s.writeChain(&next, q, (*bufp)[:q.Length]); err != nil {
@@ -344,14 +458,19 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
 // further) and waits for its acknowledgement.
 func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 	h := q.Chain[0]
-	fwd := &wire.DataReq{Op: wire.DataWrite, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: q.Ticket}
+	fwd := &wire.DataReq{Op: wire.DataWrite, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: h.Ticket}
 	if *next != nil && (*next).addr != h.Addr {
 		(*next).nc.Close()
 		*next = nil
 	}
 	if *next == nil {
-		nc, err := net.DialTimeout("tcp", h.Addr, 10*time.Second)
+		raw, err := net.DialTimeout("tcp", h.Addr, 10*time.Second)
 		if err != nil {
+			return fmt.Errorf("forward to datanode %s: %w", h.Addr, err)
+		}
+		nc, err := auth.Client(raw, s.cfg.Security, s.cfg.Credential)
+		if err != nil {
+			raw.Close()
 			return fmt.Errorf("forward to datanode %s: %w", h.Addr, err)
 		}
 		*next = &hop{addr: h.Addr, nc: nc, r: bufio.NewReader(nc)}

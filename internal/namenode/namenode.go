@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -26,6 +27,19 @@ type Config struct {
 	// DefaultRep is the replication used when a client asks for 0.
 	DefaultRep uint8
 	Logger     *slog.Logger
+
+	// Security is the level clients and datanodes must connect with;
+	// Credential is the namenode's own (needed above None).
+	Security   auth.Level
+	Credential *auth.Credential
+	// TicketKey, shared with the datanodes, makes datanode tickets; nil
+	// issues none (datanodes at level none do not check them).
+	TicketKey      []byte
+	TicketLifetime time.Duration
+	// Limits against misbehaving clients.
+	MaxConns       int           // connections (default 4096)
+	MaxTxnsPerConn int           // open transactions per connection (default 1024)
+	IdleTimeout    time.Duration // close a connection silent this long (default 30m)
 }
 
 type inode struct {
@@ -97,6 +111,24 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Security == 0 {
+		cfg.Security = auth.None
+	}
+	if cfg.Security != auth.None && cfg.Credential == nil {
+		return nil, fmt.Errorf("security level %s needs the namenode's credential", cfg.Security)
+	}
+	if cfg.TicketLifetime == 0 {
+		cfg.TicketLifetime = time.Hour
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = 4096
+	}
+	if cfg.MaxTxnsPerConn == 0 {
+		cfg.MaxTxnsPerConn = 1024
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 30 * time.Minute
 	}
 	snap, err := cfg.Store.Load()
 	if err != nil {

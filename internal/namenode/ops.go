@@ -1,17 +1,23 @@
 package namenode
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
 // handle runs one request other than commit. Called with n.mu held.
 func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	var tx *Txn
+	who := c.who
 	if q.Txn != 0 {
-		tx = n.getTxn(c, q.Txn)
+		var err error
+		if tx, err = n.getTxn(c, q.Txn); err != nil {
+			return nil, err
+		}
 		if tx.committing {
 			return nil, fail(wire.ErrCodeTxn, "transaction %d is committing", q.Txn)
 		}
@@ -31,7 +37,7 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		}
 		return &wire.Response{}, nil
 	case wire.OpLookup:
-		ino, err := n.resolve(tx, q.Path, q.Flags&wire.FlagNoFollow == 0)
+		ino, err := n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -39,18 +45,21 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	case wire.OpStat:
 		return n.attrResponse(tx, q.Ino)
 	case wire.OpReadDir:
-		return n.readDir(tx, q)
+		return n.readDir(tx, who, q)
 	case wire.OpBlocks:
 		a := n.attr(tx, q.Ino)
 		if a == nil {
 			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file", q.Ino)
 		}
+		if !may(who, a, permRead) {
+			return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+		}
 		if tx != nil {
 			n.use(tx, q.Ino)
 		}
-		return &wire.Response{Attr: cp(a), Extents: n.blockList(tx, q.Ino), Nodes: n.nodeList()}, nil
+		return n.ticketed(tx, &wire.Response{Attr: cp(a), Extents: n.blockList(tx, q.Ino), Nodes: n.nodeList()}), nil
 	case wire.OpGlob:
-		paths, err := n.glob(tx, q.Path)
+		paths, err := n.glob(tx, who, q.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -66,11 +75,17 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	case wire.OpNodes:
 		return &wire.Response{Nodes: n.nodeList()}, nil
 	case wire.OpRegister:
+		if who != nil && who.Role != auth.RoleDaemon {
+			return nil, fail(wire.ErrCodePerm, "register: only datanodes may register (%s is a %s)", who.User, who.Role)
+		}
 		if q.Node == nil {
 			return nil, fail(wire.ErrCodeInvalid, "register without node")
 		}
 		return n.register(c, q.Node)
 	case wire.OpHeartbeat:
+		if who != nil && who.Role != auth.RoleDaemon {
+			return nil, fail(wire.ErrCodePerm, "heartbeat: only datanodes send heartbeats")
+		}
 		if q.Node == nil {
 			return nil, fail(wire.ErrCodeInvalid, "heartbeat without node")
 		}
@@ -80,9 +95,14 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		}
 		dn.alive = true
 		dn.lastSeen = time.Now()
-		return &wire.Response{}, nil
+		revoked := dn.revoked
+		dn.revoked = nil
+		return &wire.Response{Counters: revoked}, nil
 	case wire.OpFsck:
-		return n.fsck(), nil
+		if who != nil && !who.Super() {
+			return nil, fail(wire.ErrCodePerm, "fsck: only the superuser may check the filesystem")
+		}
+		return n.ticketed(tx, n.fsck()), nil
 	}
 	// Everything below changes metadata.
 	if err := needTxn(); err != nil {
@@ -90,19 +110,19 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	}
 	switch q.Op {
 	case wire.OpCreate:
-		return n.create(tx, q)
+		return n.create(tx, who, q)
 	case wire.OpSetAttr:
-		return n.setAttr(tx, q)
+		return n.setAttr(tx, who, q)
 	case wire.OpUnlink:
-		return nil, n.unlink(tx, q.Path, q.Flags&wire.FlagDir != 0)
+		return nil, n.unlink(tx, who, q.Path, q.Flags&wire.FlagDir != 0)
 	case wire.OpRename:
-		return nil, n.rename(tx, q.Path, q.Path2)
+		return nil, n.rename(tx, who, q.Path, q.Path2)
 	case wire.OpLink:
-		return n.link(tx, q.Path, q.Path2)
+		return n.link(tx, who, q.Path, q.Path2)
 	case wire.OpAllocate:
-		return n.allocateOp(tx, q)
+		return n.allocateOp(tx, who, q)
 	case wire.OpSetBlocks:
-		return n.setBlocks(tx, q)
+		return n.setBlocks(tx, who, q)
 	}
 	return nil, fail(wire.ErrCodeInvalid, "operation %s not supported", q.Op)
 }
@@ -122,11 +142,11 @@ func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
 	return &wire.Response{Attr: out}, nil
 }
 
-func (n *Namenode) readDir(tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	ino := q.Ino
 	if ino == 0 {
 		var err error
-		if ino, err = n.resolve(tx, q.Path, true); err != nil {
+		if ino, err = n.resolve(tx, who, q.Path, true); err != nil {
 			return nil, err
 		}
 	}
@@ -136,6 +156,9 @@ func (n *Namenode) readDir(tx *Txn, q *wire.Request) (*wire.Response, error) {
 	}
 	if a.Type != wire.TypeDir {
 		return nil, fail(wire.ErrCodeNotDir, "%s: not a directory", q.Path)
+	}
+	if !may(who, a, permRead) {
+		return nil, denied(who, q.Path)
 	}
 	m := n.list(tx, ino)
 	out := make([]wire.DirEntry, 0, len(m))
@@ -163,18 +186,21 @@ func (n *Namenode) checkRep(rep uint8) (uint8, error) {
 	return rep, nil
 }
 
-func (n *Namenode) create(tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) create(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	if q.Type == wire.TypeDir && q.Flags&wire.FlagParents != 0 {
-		return n.mkdirAll(tx, q)
+		return n.mkdirAll(tx, who, q)
 	}
-	parent, name, err := n.resolveParent(tx, q.Path)
+	parent, name, err := n.resolveParent(tx, who, q.Path)
 	if err != nil {
 		return nil, err
 	}
-	return n.createIn(tx, q, parent, name)
+	return n.createIn(tx, who, q, parent, name)
 }
 
-func (n *Namenode) createIn(tx *Txn, q *wire.Request, parent uint64, name string) (*wire.Response, error) {
+func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent uint64, name string) (*wire.Response, error) {
+	if err := n.needDir(tx, who, parent, q.Path); err != nil {
+		return nil, err
+	}
 	if err := n.lockShared(tx, parent); err != nil {
 		return nil, err
 	}
@@ -186,6 +212,10 @@ func (n *Namenode) createIn(tx *Txn, q *wire.Request, parent uint64, name string
 	}
 	now := time.Now().UnixNano()
 	a := &wire.Attr{Type: q.Type, Mode: q.Mode & 07777, User: q.User, Group: q.Group, Nlink: 1, Mtime: now, Ctime: now}
+	if who != nil {
+		// Authenticated: the owner is who asks, not who the request claims.
+		a.User, a.Group = who.User, who.PrimaryGroup()
+	}
 	if a.User == "" {
 		a.User = "root"
 	}
@@ -241,7 +271,7 @@ func (n *Namenode) createIn(tx *Txn, q *wire.Request, parent uint64, name string
 	return &wire.Response{Attr: out}, nil
 }
 
-func (n *Namenode) mkdirAll(tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) mkdirAll(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	if err := checkPath(q.Path); err != nil {
 		return nil, err
 	}
@@ -254,7 +284,7 @@ func (n *Namenode) mkdirAll(tx *Txn, q *wire.Request) (*wire.Response, error) {
 		}
 		if c := n.entry(tx, cur, name); c != 0 {
 			// Follow symlinks to directories as mkdir -p does.
-			ino, err := n.resolve(tx, prefix, true)
+			ino, err := n.resolve(tx, who, prefix, true)
 			if err != nil {
 				return nil, err
 			}
@@ -266,7 +296,7 @@ func (n *Namenode) mkdirAll(tx *Txn, q *wire.Request) (*wire.Response, error) {
 		}
 		sub := *q
 		sub.Path = prefix
-		if _, err := n.createIn(tx, &sub, cur, name); err != nil {
+		if _, err := n.createIn(tx, who, &sub, cur, name); err != nil {
 			return nil, err
 		}
 		cur = n.entry(tx, cur, name)
@@ -301,7 +331,7 @@ func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
 	tx.blocks[ino] = out
 }
 
-func (n *Namenode) setAttr(tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	a, err := n.mutAttr(tx, q.Ino)
 	if err != nil {
 		if err == errNotFound {
@@ -310,6 +340,26 @@ func (n *Namenode) setAttr(tx *Txn, q *wire.Request) (*wire.Response, error) {
 		return nil, err
 	}
 	now := time.Now().UnixNano()
+	what := fmt.Sprintf("inode %d", q.Ino)
+	owner := who == nil || who.Super() || who.User == a.User
+	// POSIX: only the owner (or the superuser) changes the mode; only the
+	// superuser gives a file away; the owner may change the group to one
+	// of their own groups.
+	if q.Flags&wire.FlagMode != 0 && !owner {
+		return nil, denied(who, "chmod "+what)
+	}
+	if q.Flags&wire.FlagOwner != 0 && q.User != a.User && who != nil && !who.Super() {
+		return nil, denied(who, "chown "+what)
+	}
+	if q.Flags&wire.FlagGroup != 0 && q.Group != a.Group && who != nil && !who.Super() && !(owner && who.InGroup(q.Group)) {
+		return nil, denied(who, "chgrp "+what)
+	}
+	if q.Flags&(wire.FlagSize|wire.FlagRep) != 0 && !may(who, a, permWrite) {
+		return nil, denied(who, what)
+	}
+	if q.Flags&wire.FlagMtime != 0 && !owner && !may(who, a, permWrite) {
+		return nil, denied(who, "utime "+what)
+	}
 	if q.Flags&wire.FlagMode != 0 {
 		a.Mode = q.Mode & 07777
 	}
@@ -352,9 +402,12 @@ func (n *Namenode) setAttr(tx *Txn, q *wire.Request) (*wire.Response, error) {
 
 func (n *Namenode) isEmptyDir(tx *Txn, ino uint64) bool { return len(n.list(tx, ino)) == 0 }
 
-func (n *Namenode) unlink(tx *Txn, p string, dir bool) error {
-	parent, name, err := n.resolveParent(tx, p)
+func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error {
+	parent, name, err := n.resolveParent(tx, who, p)
 	if err != nil {
+		return err
+	}
+	if err := n.needDir(tx, who, parent, p); err != nil {
 		return err
 	}
 	if err := n.lockEntry(tx, parent, name); err != nil {
@@ -396,17 +449,20 @@ func (n *Namenode) unlink(tx *Txn, p string, dir bool) error {
 	return nil
 }
 
-func (n *Namenode) link(tx *Txn, existing, newPath string) (*wire.Response, error) {
-	ino, err := n.resolve(tx, existing, false)
+func (n *Namenode) link(tx *Txn, who *auth.Identity, existing, newPath string) (*wire.Response, error) {
+	ino, err := n.resolve(tx, who, existing, false)
 	if err != nil {
 		return nil, err
 	}
-	parent, name, err := n.resolveParent(tx, newPath)
+	parent, name, err := n.resolveParent(tx, who, newPath)
 	if err != nil {
 		return nil, err
 	}
 	if a := n.attr(tx, ino); a.Type == wire.TypeDir {
 		return nil, fail(wire.ErrCodePerm, "%s: hard links to directories are not allowed", existing)
+	}
+	if err := n.needDir(tx, who, parent, newPath); err != nil {
+		return nil, err
 	}
 	if err := n.lockShared(tx, parent); err != nil {
 		return nil, err
@@ -427,13 +483,19 @@ func (n *Namenode) link(tx *Txn, existing, newPath string) (*wire.Response, erro
 	return &wire.Response{Attr: cp(a)}, nil
 }
 
-func (n *Namenode) rename(tx *Txn, from, to string) error {
-	sp, sname, err := n.resolveParent(tx, from)
+func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string) error {
+	sp, sname, err := n.resolveParent(tx, who, from)
 	if err != nil {
 		return err
 	}
-	dp, dname, err := n.resolveParent(tx, to)
+	dp, dname, err := n.resolveParent(tx, who, to)
 	if err != nil {
+		return err
+	}
+	if err := n.needDir(tx, who, sp, from); err != nil {
+		return err
+	}
+	if err := n.needDir(tx, who, dp, to); err != nil {
 		return err
 	}
 	if err := n.lockEntry(tx, sp, sname); err != nil {
@@ -508,7 +570,7 @@ func (n *Namenode) rename(tx *Txn, from, to string) error {
 	return nil
 }
 
-func (n *Namenode) allocateOp(tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	if q.Count == 0 || q.Count > 1<<20 {
 		return nil, fail(wire.ErrCodeInvalid, "allocate: bad block count %d", q.Count)
 	}
@@ -522,11 +584,14 @@ func (n *Namenode) allocateOp(tx *Txn, q *wire.Request) (*wire.Response, error) 
 	if a.Type != wire.TypeFile {
 		return nil, fail(wire.ErrCodeIsDir, "inode %d is not a regular file", q.Ino)
 	}
+	if !may(who, a, permWrite) {
+		return nil, denied(who, fmt.Sprintf("write to inode %d", q.Ino))
+	}
 	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
 	if err != nil {
 		return nil, err
 	}
-	return &wire.Response{Extents: xs, Nodes: n.nodeList()}, nil
+	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
 }
 
 // ownsRun reports whether tx allocated blocks start..start+count-1 of node.
@@ -539,13 +604,19 @@ func (tx *Txn) ownsRun(node uint32, start, count uint64) bool {
 	return false
 }
 
-func (n *Namenode) setBlocks(tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	a, err := n.mutAttr(tx, q.Ino)
 	if err != nil {
 		return nil, err
 	}
+	if !may(who, a, permWrite) {
+		return nil, denied(who, fmt.Sprintf("write to inode %d", q.Ino))
+	}
 	if a.Type != wire.TypeFile {
 		return nil, fail(wire.ErrCodeIsDir, "inode %d is not a regular file", q.Ino)
+	}
+	for i := range q.Extents {
+		q.Extents[i].Tickets = nil // never stored
 	}
 	for _, x := range q.Extents {
 		if x.Count == 0 || len(x.CRC) != int(x.Count) || len(x.Replicas) == 0 {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -45,7 +46,7 @@ func splitPath(p string) []string {
 
 // resolve walks p as tx sees the namespace and returns the inode it names.
 // Symlinks in the middle are always followed; a final one only if follow.
-func (n *Namenode) resolve(tx *Txn, p string, follow bool) (uint64, error) {
+func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (uint64, error) {
 	if err := checkPath(p); err != nil {
 		return 0, err
 	}
@@ -61,6 +62,9 @@ func (n *Namenode) resolve(tx *Txn, p string, follow bool) (uint64, error) {
 		}
 		if a.Type != wire.TypeDir {
 			return 0, fail(wire.ErrCodeNotDir, "%s: not a directory", p)
+		}
+		if !may(who, a, permSearch) {
+			return 0, denied(who, p)
 		}
 		if name == ".." {
 			cur = n.parentOf(tx, cur)
@@ -107,7 +111,7 @@ func (n *Namenode) parentOf(tx *Txn, dir uint64) uint64 {
 
 // resolveParent returns the directory that holds the last component of p,
 // and that component.
-func (n *Namenode) resolveParent(tx *Txn, p string) (uint64, string, error) {
+func (n *Namenode) resolveParent(tx *Txn, who *auth.Identity, p string) (uint64, string, error) {
 	if err := checkPath(p); err != nil {
 		return 0, "", err
 	}
@@ -120,7 +124,7 @@ func (n *Namenode) resolveParent(tx *Txn, p string) (uint64, string, error) {
 	if err := checkName(name); err != nil {
 		return 0, "", fail(wire.ErrCodeInvalid, "%s: %v", p, err)
 	}
-	parent, err := n.resolve(tx, dir, true)
+	parent, err := n.resolve(tx, who, dir, true)
 	if err != nil {
 		return 0, "", err
 	}
@@ -131,7 +135,7 @@ func (n *Namenode) resolveParent(tx *Txn, p string) (uint64, string, error) {
 }
 
 // glob expands pattern (path.Match syntax per component) on the namespace.
-func (n *Namenode) glob(tx *Txn, pattern string) ([]string, error) {
+func (n *Namenode) glob(tx *Txn, who *auth.Identity, pattern string) ([]string, error) {
 	if err := checkPath(pattern); err != nil {
 		return nil, err
 	}
@@ -147,7 +151,7 @@ func (n *Namenode) glob(tx *Txn, pattern string) ([]string, error) {
 		var next []item
 		for _, it := range cur {
 			a := n.attr(tx, it.ino)
-			if a == nil || a.Type != wire.TypeDir {
+			if a == nil || a.Type != wire.TypeDir || !may(who, a, permRead|permSearch) {
 				continue
 			}
 			if !strings.ContainsAny(comp, "*?[\\") {

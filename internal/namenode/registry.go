@@ -17,6 +17,7 @@ type dnode struct {
 	alive    bool
 	lastSeen time.Time
 	conn     *conn
+	revoked  []uint64 // transaction tags to send with the next heartbeat answer
 }
 
 func (d *dnode) nodeInfo() wire.NodeInfo {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -15,8 +17,10 @@ import (
 // answered in order by one goroutine; only commits, which wait for the
 // disk, are answered from a goroutine of their own.
 type conn struct {
-	nc  net.Conn
-	wmu sync.Mutex
+	nc    net.Conn
+	wmu   sync.Mutex
+	who   *auth.Identity // nil at security level none
+	ntxns int            // open transactions (guarded by Namenode.mu)
 }
 
 func (c *conn) send(id uint64, r *wire.Response) error {
@@ -49,12 +53,31 @@ func (n *Namenode) Serve(ln net.Listener) error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := &conn{nc: nc}
 		n.lnMu.Lock()
-		n.conns[c] = struct{}{}
+		full := len(n.conns) >= n.cfg.MaxConns
 		n.lnMu.Unlock()
-		go n.serveConn(c)
+		if full {
+			n.log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr(), "limit", n.cfg.MaxConns)
+			nc.Close()
+			continue
+		}
+		go n.handshake(nc)
 	}
+}
+
+// handshake authenticates a new connection at the configured level.
+func (n *Namenode) handshake(nc net.Conn) {
+	sc, who, err := auth.Server(nc, n.cfg.Security, n.cfg.Credential)
+	if err != nil {
+		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
+		nc.Close()
+		return
+	}
+	c := &conn{nc: sc, who: who}
+	n.lnMu.Lock()
+	n.conns[c] = struct{}{}
+	n.lnMu.Unlock()
+	n.serveConn(c)
 }
 
 func (n *Namenode) serveConn(c *conn) {
@@ -75,6 +98,7 @@ func (n *Namenode) serveConn(c *conn) {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var buf []byte
 	for {
+		c.nc.SetReadDeadline(time.Now().Add(n.cfg.IdleTimeout))
 		id, payload, nb, err := wire.ReadFrame(r, buf)
 		buf = nb
 		if err != nil {

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/meta"
@@ -15,6 +16,8 @@ type txnKey struct {
 // Txn is one open transaction. Its fields are guarded by Namenode.mu.
 type Txn struct {
 	key        txnKey
+	tag        uint64          // names the transaction in its datanode tickets
+	ticketed   map[uint32]bool // datanodes that got tickets of this transaction
 	start      uint64 // epoch when the transaction began
 	lastUse    time.Time
 	committing bool
@@ -46,15 +49,19 @@ type lockState struct {
 	shared map[*Txn]bool
 }
 
-func (n *Namenode) getTxn(c *conn, id uint64) *Txn {
+func (n *Namenode) getTxn(c *conn, id uint64) (*Txn, error) {
 	k := txnKey{c, id}
 	tx := n.txns[k]
 	if tx == nil {
-		tx = &Txn{key: k, start: n.epoch}
+		if c.ntxns >= n.cfg.MaxTxnsPerConn {
+			return nil, fail(wire.ErrCodeTxn, "too many open transactions on this connection (limit %d)", n.cfg.MaxTxnsPerConn)
+		}
+		c.ntxns++
+		tx = &Txn{key: k, start: n.epoch, tag: rand.Uint64() | 1}
 		n.txns[k] = tx
 	}
 	tx.lastUse = time.Now()
-	return tx
+	return tx, nil
 }
 
 // lock takes an exclusive lock, or reports a conflict at once.
@@ -271,6 +278,14 @@ func (n *Namenode) endTxn(tx *Txn, committed bool) {
 	}
 	n.releaseLocks(tx)
 	delete(n.txns, tx.key)
+	tx.key.conn.ntxns--
+	// Its tickets die with it: datanodes learn the tag with their next
+	// heartbeat.
+	for node := range tx.ticketed {
+		if dn := n.nodes[node]; dn != nil {
+			dn.revoked = append(dn.revoked, tx.tag)
+		}
+	}
 	var gone []uint64
 	for ino := range tx.used {
 		in := n.inodes[ino]

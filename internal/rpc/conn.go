@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -45,15 +46,21 @@ type Conn struct {
 	rbuf    []byte
 }
 
-// Dial connects to the namenode at addr.
-func Dial(ctx context.Context, addr string) (*Conn, error) {
+// Dial connects to the namenode at addr with the given security level
+// (cred may be nil at level none).
+func Dial(ctx context.Context, addr string, level auth.Level, cred *auth.Credential) (*Conn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect to namenode %s: %w", addr, err)
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	nc, err := auth.Client(raw, level, cred)
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("namenode %s: %w", addr, err)
 	}
 	c := &Conn{addr: addr, nc: nc, calls: map[uint64]chan result{}, readTok: make(chan struct{}, 1),
 		r: bufio.NewReaderSize(nc, 64<<10)}

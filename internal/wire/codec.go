@@ -18,6 +18,7 @@ const (
 	MaxList    = 1 << 20  // elements of any list in a message
 	MaxBytes   = 1 << 20  // an opaque byte field in a control message
 	MaxReplica = 16       // replicas of one block
+	MaxTicket  = 256      // one datanode ticket
 )
 
 // Enc appends a compact binary encoding to a byte slice.

@@ -21,8 +21,9 @@ const (
 
 // Hop is a further replica a write is forwarded to.
 type Hop struct {
-	Addr  string
-	Block uint64
+	Addr   string
+	Block  uint64
+	Ticket []byte
 }
 
 // DataReq is the header of a data protocol request.
@@ -91,6 +92,7 @@ func EncodeDataReq(q *DataReq) []byte {
 	for _, h := range q.Chain {
 		e.Str(h.Addr)
 		e.Uv(h.Block)
+		e.Bytes(h.Ticket)
 	}
 	e.Bytes(q.Ticket)
 	return e.B
@@ -125,11 +127,11 @@ func DecodeDataReq(b []byte) (*DataReq, error) {
 	}
 	q.Length = uint32(l)
 	q.CRC = d.U32()
-	n := d.Len(MaxReplica, 2)
+	n := d.Len(MaxReplica, 3)
 	for i := 0; i < n && d.Err == nil; i++ {
-		q.Chain = append(q.Chain, Hop{Addr: d.Str(MaxName), Block: d.Uv()})
+		q.Chain = append(q.Chain, Hop{Addr: d.Str(MaxName), Block: d.Uv(), Ticket: d.Bytes(MaxTicket)})
 	}
-	q.Ticket = d.Bytes(4096)
+	q.Ticket = d.Bytes(MaxTicket)
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")
 	}

@@ -197,11 +197,15 @@ func encExtents(e *Enc, xs []Extent) {
 		for _, c := range x.CRC {
 			e.U32(c)
 		}
+		e.Uv(uint64(len(x.Tickets)))
+		for _, t := range x.Tickets {
+			e.Bytes(t)
+		}
 	}
 }
 
 func decExtents(d *Dec) []Extent {
-	n := d.Len(MaxList, 3)
+	n := d.Len(MaxList, 4)
 	xs := make([]Extent, 0, n)
 	for i := 0; i < n && d.Err == nil; i++ {
 		var x Extent
@@ -226,6 +230,10 @@ func decExtents(d *Dec) []Extent {
 			for j := range x.CRC {
 				x.CRC[j] = d.U32()
 			}
+		}
+		nt := d.Len(MaxReplica, 1)
+		for j := 0; j < nt && d.Err == nil; j++ {
+			x.Tickets = append(x.Tickets, d.Bytes(MaxTicket))
 		}
 		xs = append(xs, x)
 	}

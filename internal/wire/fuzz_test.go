@@ -8,7 +8,7 @@ import (
 )
 
 func FuzzDecodeDataReq(f *testing.F) {
-	f.Add(EncodeDataReq(&DataReq{Op: DataWrite, Block: 7, Length: 3, CRC: 9, Chain: []Hop{{"127.0.0.1:1", 4}}}))
+	f.Add(EncodeDataReq(&DataReq{Op: DataWrite, Block: 7, Length: 3, CRC: 9, Chain: []Hop{{Addr: "127.0.0.1:1", Block: 4, Ticket: []byte{1, 2}}}}))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := DecodeDataReq(b)

@@ -116,6 +116,9 @@ type Extent struct {
 	Count    uint32
 	Replicas []Run
 	CRC      []uint32
+	// Tickets, one per replica, let the client read (or, in an
+	// allocation, write) these blocks on the datanodes. Only in responses.
+	Tickets [][]byte
 }
 
 // NodeInfo describes a datanode.

@@ -1,0 +1,277 @@
+package auth
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Role is what an identity may do beyond ordinary file access.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleSuperuser Role = "superuser" // administration: bypasses permission checks
+	RoleDaemon    Role = "daemon"    // namenode and datanodes talking to each other
+)
+
+// Identity is an authenticated principal.
+type Identity struct {
+	User    string
+	Groups  []string
+	Role    Role
+	Cluster string
+}
+
+// Super reports whether permission checks are bypassed.
+func (id *Identity) Super() bool {
+	return id != nil && (id.Role == RoleSuperuser || id.Role == RoleDaemon || id.User == "root")
+}
+
+// InGroup reports membership.
+func (id *Identity) InGroup(g string) bool { return id != nil && slices.Contains(id.Groups, g) }
+
+// PrimaryGroup is the group new files get.
+func (id *Identity) PrimaryGroup() string {
+	if id == nil || len(id.Groups) == 0 {
+		return ""
+	}
+	return id.Groups[0]
+}
+
+func identityOf(cert *x509.Certificate) *Identity {
+	id := &Identity{User: cert.Subject.CommonName, Groups: cert.Subject.Organization, Role: RoleUser}
+	if len(cert.Subject.OrganizationalUnit) > 0 {
+		id.Role = Role(cert.Subject.OrganizationalUnit[0])
+	}
+	if len(cert.Subject.Locality) > 0 {
+		id.Cluster = cert.Subject.Locality[0]
+	}
+	return id
+}
+
+// Secrets are a cluster's CA and ticket key. Only administrators and the
+// daemons' machines hold them.
+type Secrets struct {
+	Cluster   string
+	CACert    *x509.Certificate
+	CAKey     *ecdsa.PrivateKey
+	TicketKey []byte
+}
+
+const (
+	caCertFile = "ca.pem"
+	caKeyFile  = "ca-key.pem"
+	ticketFile = "ticket.key"
+)
+
+// InitSecrets creates a new CA and ticket key for cluster in dir.
+func InitSecrets(dir, cluster string) (*Secrets, error) {
+	if _, err := os.Stat(filepath.Join(dir, caKeyFile)); err == nil {
+		return nil, fmt.Errorf("%s already holds cluster secrets", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "plasma cluster CA " + cluster, Locality: []string{cluster}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().AddDate(20, 0, 0),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, _ := x509.ParseCertificate(der)
+	tk := make([]byte, 32)
+	if _, err := rand.Read(tk); err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{
+		caCertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		caKeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+		ticketFile: tk,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return &Secrets{Cluster: cluster, CACert: cert, CAKey: key, TicketKey: tk}, nil
+}
+
+// LoadSecrets reads the secrets InitSecrets wrote.
+func LoadSecrets(dir string) (*Secrets, error) {
+	cb, err := os.ReadFile(filepath.Join(dir, caCertFile))
+	if err != nil {
+		return nil, fmt.Errorf("cluster secrets: %w", err)
+	}
+	kb, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("cluster secrets: %w", err)
+	}
+	tk, err := os.ReadFile(filepath.Join(dir, ticketFile))
+	if err != nil {
+		return nil, fmt.Errorf("cluster secrets: %w", err)
+	}
+	cp, _ := pem.Decode(cb)
+	kp, _ := pem.Decode(kb)
+	if cp == nil || kp == nil {
+		return nil, fmt.Errorf("cluster secrets in %s are damaged", dir)
+	}
+	cert, err := x509.ParseCertificate(cp.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kp.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	s := &Secrets{CACert: cert, CAKey: key, TicketKey: tk}
+	if len(cert.Subject.Locality) > 0 {
+		s.Cluster = cert.Subject.Locality[0]
+	}
+	return s, nil
+}
+
+// LoadTicketKey reads only the ticket key (what namenode and datanodes need).
+func LoadTicketKey(dir string) ([]byte, error) {
+	tk, err := os.ReadFile(filepath.Join(dir, ticketFile))
+	if err != nil {
+		return nil, fmt.Errorf("ticket key: %w", err)
+	}
+	if len(tk) < 16 {
+		return nil, errors.New("ticket key too short")
+	}
+	return tk, nil
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	return n
+}
+
+// Credential is an identity's certificate and key plus the cluster CA.
+type Credential struct {
+	Cert     tls.Certificate
+	CA       *x509.CertPool
+	Identity *Identity
+	pemData  []byte
+}
+
+// Issue makes a credential for name with the given role and groups.
+func (s *Secrets) Issue(name string, role Role, groups []string) (*Credential, error) {
+	if name == "" {
+		return nil, errors.New("empty user name")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 {
+		groups = []string{name}
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name, Organization: groups, OrganizationalUnit: []string{string(role)}, Locality: []string{s.Cluster}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(10, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"plasma"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.CACert, &key.PublicKey, s.CAKey)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	data = append(data, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	data = append(data, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})...)
+	data = append(data, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.CACert.Raw})...)
+	return ParseCredential(data)
+}
+
+// PEM returns the credential file content.
+func (c *Credential) PEM() []byte { return c.pemData }
+
+// ParseCredential parses a credential file: certificate, key, CA.
+func ParseCredential(data []byte) (*Credential, error) {
+	var certs [][]byte
+	var keyDER []byte
+	rest := data
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		switch b.Type {
+		case "CERTIFICATE":
+			certs = append(certs, b.Bytes)
+		case "EC PRIVATE KEY":
+			keyDER = b.Bytes
+		}
+	}
+	if len(certs) != 2 || keyDER == nil {
+		return nil, errors.New("not a plasma credential (want certificate, key and CA certificate)")
+	}
+	key, err := x509.ParseECPrivateKey(keyDER)
+	if err != nil {
+		return nil, fmt.Errorf("credential key: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(certs[0])
+	if err != nil {
+		return nil, fmt.Errorf("credential certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(certs[1])
+	if err != nil {
+		return nil, fmt.Errorf("credential CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return &Credential{
+		Cert:     tls.Certificate{Certificate: [][]byte{certs[0]}, PrivateKey: key, Leaf: leaf},
+		CA:       pool,
+		Identity: identityOf(leaf),
+		pemData:  data,
+	}, nil
+}
+
+// LoadCredential reads a credential file.
+func LoadCredential(path string) (*Credential, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseCredential(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}

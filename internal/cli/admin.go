@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/plasmafs/plasma/internal/auth"
+)
+
+func init() {
+	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR]", "administration: issue user credentials", cmdAdmin)
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "admin"
+}
+
+func cmdAdmin(ctx context.Context, args []string) error {
+	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
+		return usagef("only 'plasma admin user add NAME' exists so far")
+	}
+	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
+	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")
+	super := f.Bool("superuser", false, "make the user a superuser (bypasses permission checks)")
+	out := f.String("o", "", "output file (default NAME.pem in the current directory)")
+	dir := f.String("dir", defaultClusterDir(), "cluster directory holding secrets/ (as for 'plasma cluster up')")
+	if err := f.parse(args[2:]); err != nil {
+		return err
+	}
+	if len(f.pos) != 1 {
+		return usagef("wrong number of arguments")
+	}
+	name := f.pos[0]
+	if strings.ContainsAny(name, "/\x00:") || len(name) > 64 || name == "" {
+		return usagef("bad user name %q", name)
+	}
+	secrets, err := auth.LoadSecrets(filepath.Join(*dir, "secrets"))
+	if err != nil {
+		return fmt.Errorf("%w (is %s a cluster directory? use -dir)", err, *dir)
+	}
+	var gs []string
+	if *groups != "" {
+		gs = strings.Split(*groups, ",")
+	}
+	role := auth.RoleUser
+	if *super {
+		role = auth.RoleSuperuser
+	}
+	cred, err := secrets.Issue(name, role, gs)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = name + ".pem"
+	}
+	if err := os.WriteFile(*out, cred.PEM(), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "credential for %s (groups %s, %s) written to %s\nuse it with: export PLASMAFS_CREDENTIAL=%s\n", name, strings.Join(cred.Identity.Groups, ","), role, *out, *out)
+	return nil
+}
