@@ -35,6 +35,8 @@ fuzz:
 	@echo "== fuzz"
 	@for f in FuzzDecodeRequest FuzzDecodeResponse FuzzDecodeDataReq FuzzReadDataResp; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/wire || exit 1; done
+	@for f in FuzzOpenTicket FuzzParseCredential; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/auth || exit 1; done
 
 bench: build
 	./bench/run

@@ -304,8 +304,15 @@ func (c *Procs) Env() []string {
 // stdin may be nil.
 func (c *Procs) Run(stdin []byte, args ...string) (string, int) {
 	c.t.Helper()
+	return c.RunEnv(nil, stdin, args...)
+}
+
+// RunEnv is Run with extra environment variables (e.g. another
+// PLASMAFS_CREDENTIAL).
+func (c *Procs) RunEnv(env []string, stdin []byte, args ...string) (string, int) {
+	c.t.Helper()
 	cmd := exec.Command(c.Bin, args...)
-	cmd.Env = c.Env()
+	cmd.Env = append(c.Env(), env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
