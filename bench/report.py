@@ -46,6 +46,7 @@ TARGETS = {
     "4 parallel cats, total": ("ratio", 0.80),
     "stat, 1 clients": ("ratio", 0.50),
     "create+commit durable, 1 clients": ("value", 5000), "create+commit durable, 8 clients": ("value", 30000),
+    "stat round trips at privacy": ("ratio", 0.85), "1 MiB block reads over TCP at auth": ("ratio", 0.85),
 }
 
 
@@ -87,6 +88,7 @@ sections = [
     ("lookup", "Namenode lookups (seed 000, test 4)"),
     ("create-durable", "Commits: create one file per transaction, durable (seed 000 test 5, seed 001)"),
     ("create-relaxed", "Commits, relaxed mode (acknowledged before fsync, as the original's PostgreSQL ran)"),
+    ("security", "Cost of security: privacy vs none on metadata round trips, auth vs none on 1 MiB block reads (issue 3)"),
     ("metarates-native", "metarates via the native API, durable (seed 004)"),
     ("metarates-native-relaxed", "metarates via the native API, relaxed commit mode (seed 004)"),
     ("metarates-local", "metarates on the local filesystem (reference for seed 004)"),

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
 func intList(s string) ([]int, error) {
@@ -73,6 +73,7 @@ func cmdBench(ctx context.Context, args []string) error {
 	npFlag := f.String("np", "1,2,4", "metarates: process counts")
 	shared := f.Bool("shared-dir", false, "metarates: all processes in one directory")
 	tgt := f.String("target", "native", "metarates, fdtree: 'native' (PlasmaFS API) or a local directory path")
+	plainConf := f.String("plain", "", "security: client config file of a cluster at level none to compare with")
 	levels := f.Int("levels", 3, "fdtree: tree depth")
 	dirs := f.Int("dirs", 4, "fdtree: subdirectories per directory")
 	files := f.Int("files", 10, "fdtree: files per directory")
@@ -142,6 +143,14 @@ func cmdBench(ctx context.Context, args []string) error {
 		if rep, err = bench.ParallelCat(ctx, cfg, f.pos[0], p); err != nil {
 			return err
 		}
+	case "security":
+		plainCfg, err := clusterConfigFile(*plainConf)
+		if err != nil {
+			return err
+		}
+		if rep, err = bench.Security(ctx, bench.SecurityOptions{Secure: cfg, Plain: plainCfg, N: *n, FileSize: size}); err != nil {
+			return err
+		}
 	case "metarates":
 		np, err := intList(*npFlag)
 		if err != nil {
@@ -159,4 +168,21 @@ func cmdBench(ctx context.Context, args []string) error {
 	}
 	rep.Print(stdout, *asJSON)
 	return nil
+}
+
+// clusterConfigFile reads the first cluster of a client configuration file.
+func clusterConfigFile(path string) (client.Config, error) {
+	if path == "" {
+		return client.Config{}, usagef("-plain FILE is required")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return client.Config{}, err
+	}
+	es, err := client.ParseConfigFile(string(b))
+	if err != nil || len(es) == 0 {
+		return client.Config{}, fmt.Errorf("%s: no cluster (%v)", path, err)
+	}
+	e := es[0]
+	return client.Config{Cluster: e.Name, Namenodes: e.Namenodes, Security: e.Security, DataSecurity: e.DataSecurity, CredentialFile: e.Credential}, nil
 }

@@ -40,19 +40,19 @@ type Config struct {
 
 // Server serves one volume over the data protocol.
 type Server struct {
-	cfg    Config
-	nodeID atomic.Uint32 // assigned by the namenode at registration
-	revMu  sync.Mutex
+	cfg     Config
+	nodeID  atomic.Uint32 // assigned by the namenode at registration
+	revMu   sync.Mutex
 	revoked map[uint64]time.Time // transaction tags whose tickets are void → when learned
-	store *BlockStore
-	log   *slog.Logger
-	bufs  sync.Pool
-	ln    net.Listener
-	uln   *net.UnixListener
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	store   *BlockStore
+	log     *slog.Logger
+	bufs    sync.Pool
+	ln      net.Listener
+	uln     *net.UnixListener
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // Open opens the volume for serving.

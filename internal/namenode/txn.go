@@ -18,7 +18,7 @@ type Txn struct {
 	key        txnKey
 	tag        uint64          // names the transaction in its datanode tickets
 	ticketed   map[uint32]bool // datanodes that got tickets of this transaction
-	start      uint64 // epoch when the transaction began
+	start      uint64          // epoch when the transaction began
 	lastUse    time.Time
 	committing bool
 
