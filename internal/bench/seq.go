@@ -32,24 +32,37 @@ func Seq(ctx context.Context, c *client.Client, o SeqOptions) (*Report, error) {
 	defer os.Remove(src)
 	copyPath := filepath.Join(o.LocalDir, "plasma-bench-copy")
 	defer os.Remove(copyPath)
-	var localW, localR []float64
-	ours := map[string][]float64{}
+	// Each measurement of ours runs right after its reference, so slow
+	// drifts of the disk (burst credits, writeback of earlier runs) hit
+	// both alike; ratios are taken per pair and the median reported.
+	type series struct{ ours, ref, ratio []float64 }
+	res := map[string]*series{}
+	pair := func(key string, ref, ours func() error) error {
+		dr, err := timeIt(ref)
+		if err != nil {
+			return err
+		}
+		do, err := timeIt(ours)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		s := res[key]
+		if s == nil {
+			s = &series{}
+			res[key] = s
+		}
+		r, m := mbps(o.Size, dr), mbps(o.Size, do)
+		s.ref, s.ours, s.ratio = append(s.ref, r), append(s.ours, m), append(s.ratio, m/r)
+		return nil
+	}
+	localWrite := func() error { return localCopy(src, copyPath, true) }
+	localCp := func() error { return localCopy(src, copyPath, false) }
+	localRead := func() error { return readAll(copyPath) }
 	for run := 0; run < o.Runs; run++ {
-		// Reference: write the file locally and fsync; read it back.
-		d, err := timeIt(func() error { return localCopy(src, copyPath, true) })
-		if err != nil {
-			return nil, err
-		}
-		localW = append(localW, mbps(o.Size, d))
-		d, err = timeIt(func() error { return readAll(copyPath) })
-		if err != nil {
-			return nil, err
-		}
-		localR = append(localR, mbps(o.Size, d))
 		for _, r := range o.Reps {
 			name := fmt.Sprintf("/plasma-bench-seq-rep%d", r)
 			removeIfExists(ctx, c, name)
-			d, err := timeIt(func() error {
+			put := func() error {
 				f, err := os.Open(src)
 				if err != nil {
 					return err
@@ -57,48 +70,35 @@ func Seq(ctx context.Context, c *client.Client, o SeqOptions) (*Report, error) {
 				defer f.Close()
 				_, err = c.CopyIn(ctx, f, name, client.CopyOptions{Rep: r, CommitEvery: 1 << 30})
 				return err
-			})
-			if err != nil {
-				return nil, fmt.Errorf("put rep %d: %w", r, err)
 			}
-			ours[fmt.Sprintf("put rep %d", r)] = append(ours[fmt.Sprintf("put rep %d", r)], mbps(o.Size, d))
-			d, err = timeIt(func() error { return getTo(ctx, c, name, io.Discard) })
-			if err != nil {
-				return nil, err
-			}
-			ours[fmt.Sprintf("cat rep %d", r)] = append(ours[fmt.Sprintf("cat rep %d", r)], mbps(o.Size, d))
-			d, err = timeIt(func() error {
+			get := func() error {
 				lf, err := os.Create(copyPath)
 				if err != nil {
 					return err
 				}
 				defer lf.Close()
 				return getTo(ctx, c, name, lf)
-			})
-			if err != nil {
+			}
+			cat := func() error { return getTo(ctx, c, name, io.Discard) }
+			if err := pair(fmt.Sprintf("put rep %d", r), localWrite, put); err != nil {
 				return nil, err
 			}
-			ours[fmt.Sprintf("get rep %d", r)] = append(ours[fmt.Sprintf("get rep %d", r)], mbps(o.Size, d))
+			if err := pair(fmt.Sprintf("get rep %d", r), localCp, get); err != nil {
+				return nil, err
+			}
+			if err := pair(fmt.Sprintf("cat rep %d", r), localRead, cat); err != nil {
+				return nil, err
+			}
 		}
 	}
-	lw, lr := median(localW), median(localR)
-	// The local copy without fsync is the reference for get (which
-	// writes a local file the same way).
-	var localCp []float64
-	for run := 0; run < o.Runs; run++ {
-		d, err := timeIt(func() error { return localCopy(src, copyPath, false) })
-		if err != nil {
-			return nil, err
-		}
-		localCp = append(localCp, mbps(o.Size, d))
-	}
-	lc := median(localCp)
 	seeds := map[int][3]string{1: {"69 MB/s (dd 140)", "103 MB/s", "91 MB/s"}, 2: {"45 MB/s (dd 140)", "104 MB/s", "141 MB/s"}}
+	refNames := [3]string{"local write+fsync", "local copy", "local read"}
 	for _, r := range o.Reps {
-		s := seeds[r]
-		rep.add(Result{Name: fmt.Sprintf("put rep %d", r), Unit: "MB/s", Ours: median(ours[fmt.Sprintf("put rep %d", r)]), RefName: "local write+fsync", Ref: lw, Seed: s[0]})
-		rep.add(Result{Name: fmt.Sprintf("get rep %d", r), Unit: "MB/s", Ours: median(ours[fmt.Sprintf("get rep %d", r)]), RefName: "local copy", Ref: lc, Seed: s[1]})
-		rep.add(Result{Name: fmt.Sprintf("cat rep %d", r), Unit: "MB/s", Ours: median(ours[fmt.Sprintf("cat rep %d", r)]), RefName: "local read", Ref: lr, Seed: s[2]})
+		for i, what := range []string{"put", "get", "cat"} {
+			s := res[fmt.Sprintf("%s rep %d", what, r)]
+			rep.add(Result{Name: fmt.Sprintf("%s rep %d", what, r), Unit: "MB/s", Ours: median(s.ours), RefName: refNames[i], Ref: median(s.ref), Seed: seeds[r][i],
+				Note: fmt.Sprintf("median of per-pair ratios %.2f", median(s.ratio))})
+		}
 	}
 	for _, r := range o.Reps {
 		xs, err := blockRuns(ctx, c, fmt.Sprintf("/plasma-bench-seq-rep%d", r))

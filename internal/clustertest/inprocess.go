@@ -94,7 +94,7 @@ func StartInProcess(t TB, o Options) *InProcess {
 	})
 	for i := 0; i < o.Datanodes; i++ {
 		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i+1))
-		if _, err := datanode.Init(vol, o.Cluster, uint32(o.Blocksize), o.Size); err != nil {
+		if _, err := datanode.InitWith(vol, o.Cluster, uint32(o.Blocksize), o.Size, datanode.PreallocFallocate); err != nil {
 			t.Fatalf("datanode init: %v", err)
 		}
 		srv, err := datanode.Open(datanode.Config{Dir: vol, Namenode: c.Addr, Logger: quiet})
