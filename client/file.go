@@ -204,6 +204,11 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 			copy(p[n:n+want], b[in:])
 		} else if b, ok := f.inflight[idx]; ok {
 			copy(p[n:n+want], b[in:])
+		} else if in == 0 && want == f.bs && len(p)-n >= f.bs {
+			// A whole block: read it straight into the caller's buffer.
+			if err := f.readBlock(idx, p[n:n+f.bs]); err != nil {
+				return n, err
+			}
 		} else {
 			if f.cache == nil || f.cacheIdx != idx {
 				if f.cache == nil {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -67,8 +68,10 @@ func Main(args []string) int {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
-		// benchmark notes: go tool pprof -top plasma file).
+		// benchmark notes: go tool pprof -top plasma file); %p in the name
+		// becomes the process id, so a whole cluster can be profiled.
 		if path := os.Getenv("PLASMA_CPUPROFILE"); path != "" {
+			path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 			if pf, err := os.Create(path); err == nil {
 				pprof.StartCPUProfile(pf)
 				defer func() { pprof.StopCPUProfile(); pf.Close() }()
