@@ -87,6 +87,8 @@ sections = [
     ("random", "Random block reads without the namenode (seed 000, test 3)"),
     ("lookup", "Namenode lookups (seed 000, test 4)"),
     ("create-durable", "Commits: create one file per transaction, durable (seed 000 test 5, seed 001)"),
+    ("lookup-none", "Namenode lookups with security level none (comparison)"),
+    ("create-none", "Commits with security level none (comparison)"),
     ("create-relaxed", "Commits, relaxed mode (acknowledged before fsync, as the original's PostgreSQL ran)"),
     ("security", "Cost of security: privacy vs none on metadata round trips, auth vs none on 1 MiB block reads (issue 3)"),
     ("metarates-native", "metarates via the native API, durable (seed 004)"),

@@ -166,7 +166,8 @@ func Lookup(ctx context.Context, cfg client.Config, o LookupOptions) (*Report, e
 }
 
 // parallel runs fn n times in each of p clients (one connection and one
-// transaction each) and returns the total rate.
+// transaction each, which fn may ignore; an unused transaction costs
+// nothing) and returns the total rate.
 func parallel(ctx context.Context, cfg client.Config, p, n int, fn func(ctx context.Context, c *client.Client, tx *client.Txn) error) (float64, error) {
 	clients := make([]*client.Client, p)
 	for i := range clients {
@@ -232,7 +233,7 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 		dir := fmt.Sprintf("%s/p%d", base, p)
 		setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, dir, 0); return err })
 		var seq atomic.Int64
-		rate, err := parallelNoTxn(ctx, cfg, p, o.N, func(ctx context.Context, c *client.Client) error {
+		rate, err := parallel(ctx, cfg, p, o.N, func(ctx context.Context, c *client.Client, _ *client.Txn) error {
 			name := fmt.Sprintf("%s/f%d", dir, seq.Add(1))
 			tx, _ := c.Begin(ctx)
 			if _, err := tx.Create(ctx, name, client.CreateOptions{}); err != nil {
@@ -258,39 +259,6 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 			RefName: fmt.Sprintf("raw SQLite single-row commits, %d writers", p), Ref: ref, Seed: seed})
 	}
 	return rep, nil
-}
-
-func parallelNoTxn(ctx context.Context, cfg client.Config, p, n int, fn func(ctx context.Context, c *client.Client) error) (float64, error) {
-	clients := make([]*client.Client, p)
-	for i := range clients {
-		c, err := client.New(ctx, cfg)
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		clients[i] = c
-	}
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	start := time.Now()
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < n; i++ {
-				if err := fn(ctx, c); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err, ok := firstErr.Load().(error); ok {
-		return 0, err
-	}
-	return float64(p*n) / el.Seconds(), nil
 }
 
 // sqliteCommits is the reference: p goroutines each committing n

@@ -167,8 +167,9 @@ func cmdGet(ctx context.Context, args []string) error {
 	})
 }
 
-func cmdCat(ctx context.Context, args []string) error {
-	f := newFlags("cat", "/path...", "Write PlasmaFS files to standard output.", true)
+// withPaths connects, expands the path arguments and runs fn in one
+// read-only transaction.
+func withPaths(ctx context.Context, f *flags, args []string, fn func(tx *client.Txn, paths []string) error) error {
 	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
 		paths, err := expand(ctx, c, f.pos)
 		if err != nil {
@@ -176,6 +177,13 @@ func cmdCat(ctx context.Context, args []string) error {
 		}
 		tx, _ := c.Begin(ctx)
 		defer tx.Abort(ctx)
+		return fn(tx, paths)
+	})
+}
+
+func cmdCat(ctx context.Context, args []string) error {
+	f := newFlags("cat", "/path...", "Write PlasmaFS files to standard output.", true)
+	return withPaths(ctx, f, args, func(tx *client.Txn, paths []string) error {
 		for _, p := range paths {
 			src, err := tx.Open(ctx, p)
 			if err != nil {
@@ -530,13 +538,7 @@ func cmdStat(ctx context.Context, args []string) error {
 
 func cmdBlocks(ctx context.Context, args []string) error {
 	f := newFlags("blocks", "/path|glob...", "Show block lists: file block index range, then the datanode block range of each replica.", true)
-	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
-		paths, err := expand(ctx, c, f.pos)
-		if err != nil {
-			return err
-		}
-		tx, _ := c.Begin(ctx)
-		defer tx.Abort(ctx)
+	return withPaths(ctx, f, args, func(tx *client.Txn, paths []string) error {
 		for i, p := range paths {
 			fi, err := tx.Lookup(ctx, p)
 			if err != nil {
