@@ -42,7 +42,9 @@ const (
 	sqlPutNode    = `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
 )
 
-var statements = []string{sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode}
+const sqlTouch = `UPDATE inodes SET mtime = $2 WHERE ino = $1 AND mtime < $2`
+
+var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode}
 
 // SQLite is the embedded metadata store: one database file in WAL mode.
 type SQLite struct {
@@ -255,7 +257,7 @@ func (s *SQLite) prepared(q string) (*sql.Stmt, error) {
 // here).
 func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, error)) error {
 	bound := map[string]*sql.Stmt{}
-	var putInode, delInode, putName, delName, delExt, putExt, putNode *sql.Stmt
+	var putInode, delInode, putName, delName, delExt, putExt, putNode, touch *sql.Stmt
 	prep := func(st **sql.Stmt, q string) (*sql.Stmt, error) {
 		if *st == nil {
 			if b := bound[q]; b != nil {
@@ -271,8 +273,22 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 		}
 		return *st, nil
 	}
-	for _, c := range changes {
+	// Many commits of a batch touch the same inode (a directory's mtime
+	// for every file created in it): write only its last state.
+	last := map[uint64]int{}
+	for i, c := range changes {
 		for _, a := range c.PutInodes {
+			last[a.Ino] = i
+		}
+		for _, ino := range c.DelInodes {
+			last[ino] = i
+		}
+	}
+	for ci, c := range changes {
+		for ai, a := range c.PutInodes {
+			if last[a.Ino] > ci || laterInChange(c.PutInodes[ai+1:], a.Ino) {
+				continue
+			}
 			st, err := prep(&putInode, sqlPutInode)
 			if err != nil {
 				return err
@@ -353,6 +369,15 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 				return fmt.Errorf("write datanode %s: %w", d.Identity, err)
 			}
 		}
+		for ino, mt := range c.Touch {
+			st, err := prep(&touch, sqlTouch)
+			if err != nil {
+				return err
+			}
+			if _, err := st.Exec(int64(ino), mt); err != nil {
+				return fmt.Errorf("touch directory %d: %w", ino, err)
+			}
+		}
 		if c.InoLimit != 0 {
 			if _, err := tx.Exec(`INSERT INTO counters VALUES ('ino_limit', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.InoLimit)); err != nil {
 				return fmt.Errorf("write inode limit: %w", err)
@@ -368,4 +393,13 @@ func (s *SQLite) Close() error {
 		st.Close()
 	}
 	return s.db.Close()
+}
+
+func laterInChange(rest []Inode, ino uint64) bool {
+	for _, a := range rest {
+		if a.Ino == ino {
+			return true
+		}
+	}
+	return false
 }

@@ -46,6 +46,9 @@ type Change struct {
 	Blocks   map[uint64][]wire.Extent
 	PutNodes []Datanode
 	InoLimit uint64 // raise the inode limit to this (0: unchanged)
+	// Touch raises the mtime of directories whose entries changed; it
+	// needs no lock and must not overwrite other attributes.
+	Touch map[uint64]int64
 }
 
 // Store makes metadata durable. Implementations are used by one goroutine

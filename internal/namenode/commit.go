@@ -21,16 +21,16 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 	c := &meta.Change{}
 	now := time.Now().UnixNano()
 	for parent := range tx.touched {
-		if _, own := tx.inodes[parent]; own {
-			tx.inodes[parent].Mtime = now
+		if a, own := tx.inodes[parent]; own {
+			a.Mtime = now
 			continue
 		}
-		// A directory's mtime is updated without a lock: last commit wins.
-		if in := n.inodes[parent]; in != nil {
-			a := in.attr
-			a.Mtime = now
-			c.PutInodes = append(c.PutInodes, a)
+		// A directory's mtime is raised without a lock (last commit wins);
+		// only the mtime, so concurrent attribute changes are not undone.
+		if c.Touch == nil {
+			c.Touch = map[uint64]int64{}
 		}
+		c.Touch[parent] = now
 	}
 	for _, a := range tx.inodes {
 		c.PutInodes = append(c.PutInodes, *a)
@@ -63,6 +63,11 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 			n.inodes[a.Ino] = in
 		}
 		in.attr = a
+	}
+	for ino, mt := range c.Touch {
+		if in := n.inodes[ino]; in != nil && in.attr.Mtime < mt {
+			in.attr.Mtime = mt
+		}
 	}
 	for _, k := range c.DelEntries {
 		if p := n.inodes[k.Parent]; p != nil {
