@@ -31,7 +31,16 @@ type Client struct {
 	nodes map[uint32]wire.NodeInfo
 
 	dataLevel auth.Level
+	level     auth.Level
 	cred      *auth.Credential
+
+	// The namenode connection is replaced when it breaks; gen counts
+	// replacements so transactions of a lost connection fail instead of
+	// silently continuing as new ones.
+	nnMu    sync.Mutex
+	gen     uint64
+	reqBase uint64
+	closed  bool
 }
 
 // New connects to the first reachable namenode of cfg.
@@ -80,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			continue
 		}
 		host, _ := os.Hostname()
-		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, cred: cred}
+		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
 		c.data = newDataPool(c)
 		c.nextTx.Store(uint64(time.Now().UnixNano()))
 		return c, nil
@@ -92,18 +101,71 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 func (c *Client) Close() error {
 	c.data.close()
 	c.local.close()
+	c.nnMu.Lock()
+	defer c.nnMu.Unlock()
+	c.closed = true
 	return c.nn.Close()
 }
 
 // NamenodeRequests returns how many requests this client has sent to the
 // namenode so far.
-func (c *Client) NamenodeRequests() uint64 { return c.nn.Requests() }
+func (c *Client) NamenodeRequests() uint64 {
+	c.nnMu.Lock()
+	defer c.nnMu.Unlock()
+	return c.reqBase + c.nn.Requests()
+}
 
+func (c *Client) conn() (*rpc.Conn, uint64) {
+	c.nnMu.Lock()
+	defer c.nnMu.Unlock()
+	return c.nn, c.gen
+}
+
+// reconnect replaces a broken namenode connection (once per breakage).
+func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
+	c.nnMu.Lock()
+	defer c.nnMu.Unlock()
+	if c.closed {
+		return rpc.ErrClosed
+	}
+	if c.nn != broken {
+		return nil // someone else already did
+	}
+	var errs []error
+	for _, a := range c.cfg.Namenodes {
+		nn, err := rpc.Dial(ctx, a, c.level, c.cred)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.reqBase += c.nn.Requests()
+		c.nn = nn
+		c.gen++
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+// call sends q; outside a transaction, a broken connection is replaced
+// and the call sent again once.
 func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
-	r, err := c.nn.Call(ctx, q)
+	nn, _ := c.conn()
+	r, err := nn.Call(ctx, q)
+	if err != nil && errors.Is(err, rpc.ErrClosed) && q.Txn == 0 {
+		if rerr := c.reconnect(ctx, nn); rerr == nil {
+			nn, _ = c.conn()
+			r, err = nn.Call(ctx, q)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
+	return r, c.noteResponse(r)
+}
+
+// noteResponse records the datanodes a response describes and turns its
+// error code into an error.
+func (c *Client) noteResponse(r *wire.Response) error {
 	if len(r.Nodes) > 0 {
 		c.mu.Lock()
 		for _, n := range r.Nodes {
@@ -111,7 +173,7 @@ func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, err
 		}
 		c.mu.Unlock()
 	}
-	return r, respErr(r)
+	return respErr(r)
 }
 
 func (c *Client) node(id uint32) (wire.NodeInfo, bool) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -64,6 +65,7 @@ type DirEntry struct {
 type Txn struct {
 	c     *Client
 	id    uint64
+	gen   uint64 // namenode connection generation of the first request
 	used  bool
 	ended bool
 	mu    sync.Mutex
@@ -79,10 +81,25 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		return nil, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}
 	q.Txn = tx.id
+	nn, gen := tx.c.conn()
 	tx.mu.Lock()
-	tx.used = true
+	if !tx.used {
+		tx.used, tx.gen = true, gen
+	}
+	lost := tx.gen != gen
 	tx.mu.Unlock()
-	return tx.c.call(ctx, q)
+	if lost {
+		return nil, fmt.Errorf("%w: transaction %d was aborted when the namenode connection was lost", ErrTxn, tx.id)
+	}
+	r, err := nn.Call(ctx, q)
+	if err != nil {
+		if errors.Is(err, rpc.ErrClosed) {
+			// Replace the connection for later transactions; this one is gone.
+			tx.c.reconnect(ctx, nn)
+		}
+		return nil, err
+	}
+	return r, tx.c.noteResponse(r)
 }
 
 // Commit writes out buffered file data, makes it durable on every datanode

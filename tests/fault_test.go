@@ -155,11 +155,29 @@ func TestKillNamenodeDuringCommits(t *testing.T) {
 			}
 		}()
 	}
+	// A client that lives through the restart, with a transaction open.
+	survivor := c.Client(client.Config{})
+	defer survivor.Close()
+	oldTx, _ := survivor.Begin(ctx)
+	if _, err := oldTx.Lookup(ctx, "/"); err != nil {
+		t.Fatal(err)
+	}
 	<-enough
 	c.Kill(c.NN)
 	wg.Wait()
 	c.StartNamenode()
 	c.WaitLive(2)
+	// Its transaction is gone and says so; the client itself reconnects.
+	oldTx.Lookup(ctx, "/")
+	if _, err := oldTx.Lookup(ctx, "/"); !errors.Is(err, client.ErrTxn) {
+		t.Fatalf("transaction across a namenode restart: %v, want ErrTxn", err)
+	}
+	if _, err := survivor.Lookup(ctx, "/"); err != nil {
+		t.Fatalf("client did not reconnect: %v", err)
+	}
+	if err := survivor.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, "/after", 0); return err }); err != nil {
+		t.Fatalf("new transaction after reconnect: %v", err)
+	}
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	for name, data := range acked {
