@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/plasmafs/plasma/client"
@@ -223,8 +222,6 @@ func cmdLs(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 1, ' ', tabwriter.AlignRight)
-		defer tw.Flush()
 		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			for ti, t := range targets {
 				fi, err := tx.Lstat(ctx, t)
@@ -236,11 +233,7 @@ func cmdLs(ctx context.Context, args []string) error {
 						fi = fi2
 					}
 				}
-				type item struct {
-					name string
-					fi   client.FileInfo
-				}
-				var items []item
+				var items []lsItem
 				if fi.IsDir() && !*dirOnly {
 					ents, err := tx.ReadDir(ctx, t)
 					if err != nil {
@@ -257,39 +250,75 @@ func cmdLs(ctx context.Context, args []string) error {
 							}
 							return err
 						}
-						items = append(items, item{e.Name, efi})
+						items = append(items, lsItem{e.Name, efi})
 					}
 					if len(targets) > 1 {
 						if ti > 0 {
-							fmt.Fprintln(tw)
+							fmt.Fprintln(stdout)
 						}
-						fmt.Fprintf(tw, "%s:\n", t)
+						fmt.Fprintf(stdout, "%s:\n", t)
 					}
 				} else {
-					items = append(items, item{t, fi})
+					items = append(items, lsItem{t, fi})
 				}
-				for _, it := range items {
-					var b strings.Builder
-					if *inum {
-						fmt.Fprintf(&b, "%d\t ", it.fi.Ino)
-					}
-					if *long {
-						name := it.name
-						if it.fi.Type == client.TypeSymlink {
-							name += " -> " + it.fi.Target
-						}
-						fmt.Fprintf(&b, "%c%s\t %d\t %s\t %s\t %d\t %s\t %s", typeChar(it.fi.Type), modeString(it.fi.Mode), it.fi.Nlink,
-							it.fi.User, it.fi.Group, it.fi.Size, it.fi.Mtime.Format("2006-01-02 15:04"), "\x00"+name)
-					} else {
-						b.WriteString("\x00" + it.name)
-					}
-					line := strings.Replace(b.String(), "\x00", "", 1)
-					fmt.Fprintln(tw, line+"\t")
-				}
+				printLs(items, *long, *inum)
 			}
 			return nil
 		})
 	})
+}
+
+type lsItem struct {
+	name string
+	fi   client.FileInfo
+}
+
+// printLs prints entries as ls does: names, or with long aligned columns.
+func printLs(items []lsItem, long, inum bool) {
+	rows := make([][]string, len(items))
+	for i, it := range items {
+		var r []string
+		if inum {
+			r = append(r, strconv.FormatUint(it.fi.Ino, 10))
+		}
+		name := it.name
+		if long {
+			if it.fi.Type == client.TypeSymlink {
+				name += " -> " + it.fi.Target
+			}
+			r = append(r, string(typeChar(it.fi.Type))+modeString(it.fi.Mode), strconv.Itoa(int(it.fi.Nlink)), it.fi.User, it.fi.Group,
+				strconv.FormatInt(it.fi.Size, 10), it.fi.Mtime.Format("2006-01-02 15:04"))
+		}
+		rows[i] = append(r, name)
+	}
+	var width []int
+	for _, r := range rows {
+		for j, c := range r {
+			if j >= len(width) {
+				width = append(width, 0)
+			}
+			width[j] = max(width[j], len(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for j, c := range r {
+			switch {
+			case j == len(r)-1:
+				b.WriteString(c)
+			case isNumber(c):
+				fmt.Fprintf(&b, "%*s ", width[j], c)
+			default:
+				fmt.Fprintf(&b, "%-*s ", width[j], c)
+			}
+		}
+		fmt.Fprintln(stdout, b.String())
+	}
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
 }
 
 // expandShortFlags turns "-li" into "-l -i" for the single-letter options
