@@ -6,13 +6,15 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR]", "administration: issue user credentials", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR] | stats", "administration: issue user credentials, show namenode counters", cmdAdmin)
 }
 
 func currentUser() string {
@@ -23,8 +25,11 @@ func currentUser() string {
 }
 
 func cmdAdmin(ctx context.Context, args []string) error {
+	if len(args) >= 1 && args[0] == "stats" {
+		return adminStats(ctx, args[1:])
+	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
-		return usagef("only 'plasma admin user add NAME' exists so far")
+		return usagef("'plasma admin user add NAME' or 'plasma admin stats'")
 	}
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")
@@ -65,4 +70,26 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(stdout, "credential for %s (groups %s, %s) written to %s\nuse it with: export PLASMAFS_CREDENTIAL=%s\n", name, strings.Join(cred.Identity.Groups, ","), role, *out, *out)
 	return nil
+}
+
+// adminStats prints the namenode's request counters (the counter the
+// random-read benchmark uses to show reads need no namenode).
+func adminStats(ctx context.Context, args []string) error {
+	f := newFlags("admin stats", "", "Show the namenode's request and commit counters.", true)
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		s, err := c.NamenodeStats(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per fsync)\n", s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)))
+		ops := make([]string, 0, len(s.PerOp))
+		for op := range s.PerOp {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		for _, op := range ops {
+			fmt.Fprintf(stdout, "  %-10s %d\n", op, s.PerOp[op])
+		}
+		return nil
+	})
 }
