@@ -290,13 +290,22 @@ func sqliteCommits(dir string, p, n int, relaxed bool) (float64, error) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < n; i++ {
-				tx, err := db.Begin()
-				if err == nil {
-					_, err = tx.Exec(`INSERT INTO t VALUES (?, ?, ?)`, id.Add(1), "file-name", make([]byte, 64))
+				var err error
+				// Writers that find the database busy try again, as a
+				// real server on SQLite would.
+				for attempt := 0; attempt < 100; attempt++ {
+					var tx *sql.Tx
+					tx, err = db.Begin()
 					if err == nil {
-						err = tx.Commit()
-					} else {
-						tx.Rollback()
+						_, err = tx.Exec(`INSERT INTO t VALUES (?, ?, ?)`, id.Add(1), "file-name", make([]byte, 64))
+						if err == nil {
+							err = tx.Commit()
+						} else {
+							tx.Rollback()
+						}
+					}
+					if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+						break
 					}
 				}
 				if err != nil {
