@@ -147,5 +147,10 @@ try:
 except ImportError:
     lines.append("(charts skipped: matplotlib is not installed; `pip install matplotlib`)\n")
 
+analysis = os.path.join(bench_dir, "ANALYSIS.md")
+if os.path.exists(analysis):
+    with open(analysis) as f:
+        lines.append(f.read())
+
 with open(results_md, "w") as f:
     f.write("\n".join(lines) + "\n")
