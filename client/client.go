@@ -176,6 +176,18 @@ func (c *Client) noteResponse(r *wire.Response) error {
 	return respErr(r)
 }
 
+// identityAt returns the identity of the datanode serving addr.
+func (c *Client) identityAt(addr string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.Addr == addr {
+			return n.Identity
+		}
+	}
+	return ""
+}
+
 func (c *Client) node(id uint32) (wire.NodeInfo, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

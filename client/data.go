@@ -218,32 +218,34 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 	return nil
 }
 
-// syncAll makes the writes on every datanode in addrs durable.
-func (p *dataPool) syncAll(ctx context.Context, addrs map[string]bool) error {
+// syncAll makes the writes on every datanode in addrs durable and returns
+// the datanodes where that failed, with their errors.
+func (p *dataPool) syncAll(ctx context.Context, addrs map[string]bool) map[string]error {
 	var wg sync.WaitGroup
-	errs := make(chan error, len(addrs))
+	var mu sync.Mutex
+	failed := map[string]error{}
 	for a := range addrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			dc, resp, err := p.roundTrip(ctx, a, &wire.DataReq{Op: wire.DataSync})
-			if err != nil {
-				errs <- fmt.Errorf("sync: %w", err)
-				return
+			if err == nil {
+				p.put(dc)
+				if resp.Status != wire.OK {
+					err = fmt.Errorf("datanode %s: sync: %s", a, resp.Msg)
+				}
+			} else {
+				err = fmt.Errorf("sync: %w", err)
 			}
-			p.put(dc)
-			if resp.Status != wire.OK {
-				errs <- fmt.Errorf("datanode %s: sync: %s", a, resp.Msg)
+			if err != nil {
+				mu.Lock()
+				failed[a] = err
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for e := range errs {
-		all = append(all, e)
-	}
-	return errors.Join(all...)
+	return failed
 }
 
 func ticketAt(ts [][]byte, i int) []byte {

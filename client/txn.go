@@ -115,9 +115,22 @@ func (tx *Txn) Commit(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := tx.c.data.syncAll(ctx, tx.nodes); err != nil {
-		tx.Abort(ctx)
-		return fmt.Errorf("commit: written blocks could not be made durable, nothing was committed: %w", err)
+	if failed := tx.c.data.syncAll(ctx, tx.nodes); len(failed) > 0 {
+		// Datanodes that could not make their blocks durable (e.g. died)
+		// lose their replicas of this transaction's blocks; the commit goes
+		// ahead if every block keeps a durable replica elsewhere.
+		var ids []string
+		var errs []error
+		for addr, err := range failed {
+			errs = append(errs, err)
+			if id := tx.c.identityAt(addr); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if _, err := tx.call(ctx, &wire.Request{Op: wire.OpDropReplicas, Pref: ids}); err != nil {
+			tx.Abort(ctx)
+			return fmt.Errorf("commit: written blocks could not be made durable, nothing was committed: %w (%v)", errors.Join(errs...), err)
+		}
 	}
 	if !tx.used {
 		tx.ended = true

@@ -64,9 +64,13 @@ func TestKillDatanodeDuringWrite(t *testing.T) {
 		return
 	}
 	// Committed: the blocks written before the kill have one live replica
-	// left; everything reads back.
+	// left; everything reads back, and fsck tells of the lost replicas.
 	if got := readFile(t, cl, "/w"); !bytes.Equal(got, data) {
 		t.Fatal("committed file reads back wrong")
+	}
+	out, _ := c.Run(nil, "fsck")
+	if !strings.Contains(out, "of 2 replicas") {
+		t.Fatalf("fsck does not report the under-replicated blocks:\n%s", out)
 	}
 }
 

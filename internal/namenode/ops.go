@@ -123,6 +123,8 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		return n.allocateOp(tx, who, q)
 	case wire.OpSetBlocks:
 		return n.setBlocks(tx, who, q)
+	case wire.OpDropReplicas:
+		return nil, n.dropReplicas(tx, q.Pref)
 	}
 	return nil, fail(wire.ErrCodeInvalid, "operation %s not supported", q.Op)
 }
@@ -660,4 +662,65 @@ func (n *Namenode) fsStat() *wire.Response {
 		}
 	}
 	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(len(n.nodes)), alive, uint64(len(n.txns))}}
+}
+
+// dropReplicas removes, from the blocks this transaction wrote, the
+// replicas on the given datanodes (identities), which could not make them
+// durable. Committed replicas are never touched, and every block must keep
+// at least one replica; the file is then under-replicated (fsck says so)
+// but the commit can go ahead with the data that is safe.
+func (n *Namenode) dropReplicas(tx *Txn, identities []string) error {
+	dead := map[uint32]bool{}
+	for _, id := range identities {
+		if dn := n.byIdentity[id]; dn != nil {
+			dead[dn.ID] = true
+		}
+	}
+	for ino, xs := range tx.blocks {
+		var out []wire.Extent
+		for _, x := range xs {
+			// Committed blocks may share an extent with new ones; decide
+			// block by block where an extent is only partly this
+			// transaction's.
+			for _, piece := range splitForDrop(tx, x, dead) {
+				keep := piece.Replicas[:0:0]
+				for _, r := range piece.Replicas {
+					if dead[r.Node] && tx.ownsRun(r.Node, r.Start, uint64(piece.Count)) {
+						continue
+					}
+					keep = append(keep, r)
+				}
+				if len(keep) == 0 {
+					return fail(wire.ErrCodeUnavailable, "inode %d: blocks %d-%d have no replica left on a live datanode", ino, piece.Index, piece.Index+uint64(piece.Count)-1)
+				}
+				piece.Replicas = keep
+				out = appendExtent(out, piece)
+			}
+		}
+		tx.blocks[ino] = out
+	}
+	return nil
+}
+
+// splitForDrop returns x whole, or as single blocks when a replica on a
+// dead datanode is only partly owned by tx.
+func splitForDrop(tx *Txn, x wire.Extent, dead map[uint32]bool) []wire.Extent {
+	whole := true
+	for _, r := range x.Replicas {
+		if dead[r.Node] && !tx.ownsRun(r.Node, r.Start, uint64(x.Count)) {
+			whole = false
+		}
+	}
+	if whole || x.Count == 1 {
+		return []wire.Extent{x}
+	}
+	out := make([]wire.Extent, x.Count)
+	for k := uint64(0); k < uint64(x.Count); k++ {
+		p := wire.Extent{Index: x.Index + k, Count: 1, CRC: []uint32{x.CRC[k]}}
+		for _, r := range x.Replicas {
+			p.Replicas = append(p.Replicas, wire.Run{Node: r.Node, Start: r.Start + k})
+		}
+		out[k] = p
+	}
+	return out
 }

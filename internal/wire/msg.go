@@ -4,34 +4,35 @@ package wire
 type Op uint8
 
 const (
-	OpInvalid   Op = iota
-	OpCommit       // make the transaction durable and end it
-	OpAbort        // end the transaction, discarding its changes
-	OpLookup       // resolve Path to an inode (Flags&FlagNoFollow: do not follow a final symlink)
-	OpStat         // attributes of inode Ino
-	OpCreate       // create Path of type Type (file, dir, symlink with target Path2)
-	OpReadDir      // entries of directory Ino (or Path when Ino is 0)
-	OpSetAttr      // change the attributes named by Flags on Ino
-	OpRename       // move Path to Path2
-	OpLink         // hard link: new name Path2 for existing Path
-	OpUnlink       // remove the name Path (Flags&FlagDir: it must be an empty directory)
-	OpBlocks       // the whole block list of Ino, plus the datanodes it names
-	OpAllocate     // allocate blocks Index..Index+Count-1 of Ino for writing
-	OpSetBlocks    // attach written blocks (Extents with checksums) to Ino; Size is the new size
-	OpGlob         // expand the pattern Path to matching paths
-	OpFsStat       // filesystem totals
-	OpStats        // namenode counters
-	OpRegister     // a datanode announces itself (Node)
-	OpHeartbeat    // a datanode is alive (Node.ID, Node.Used)
-	OpNodes        // list datanodes
-	OpFsck         // metadata self-check; returns problems and every file's block list
-	OpPing         // no-op round trip
+	OpInvalid      Op = iota
+	OpCommit          // make the transaction durable and end it
+	OpAbort           // end the transaction, discarding its changes
+	OpLookup          // resolve Path to an inode (Flags&FlagNoFollow: do not follow a final symlink)
+	OpStat            // attributes of inode Ino
+	OpCreate          // create Path of type Type (file, dir, symlink with target Path2)
+	OpReadDir         // entries of directory Ino (or Path when Ino is 0)
+	OpSetAttr         // change the attributes named by Flags on Ino
+	OpRename          // move Path to Path2
+	OpLink            // hard link: new name Path2 for existing Path
+	OpUnlink          // remove the name Path (Flags&FlagDir: it must be an empty directory)
+	OpBlocks          // the whole block list of Ino, plus the datanodes it names
+	OpAllocate        // allocate blocks Index..Index+Count-1 of Ino for writing
+	OpSetBlocks       // attach written blocks (Extents with checksums) to Ino; Size is the new size
+	OpGlob            // expand the pattern Path to matching paths
+	OpFsStat          // filesystem totals
+	OpStats           // namenode counters
+	OpRegister        // a datanode announces itself (Node)
+	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used)
+	OpNodes           // list datanodes
+	OpFsck            // metadata self-check; returns problems and every file's block list
+	OpPing            // no-op round trip
+	OpDropReplicas    // drop this transaction's new replicas on the datanodes named in Pref (they failed)
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
