@@ -170,6 +170,7 @@ func Lookup(ctx context.Context, cfg client.Config, o LookupOptions) (*Report, e
 // nothing) and returns the total rate.
 func parallel(ctx context.Context, cfg client.Config, p, n int, fn func(ctx context.Context, c *client.Client, tx *client.Txn) error) (float64, error) {
 	clients := make([]*client.Client, p)
+	txns := make([]*client.Txn, p)
 	for i := range clients {
 		c, err := client.New(ctx, cfg)
 		if err != nil {
@@ -177,18 +178,24 @@ func parallel(ctx context.Context, cfg client.Config, p, n int, fn func(ctx cont
 		}
 		defer c.Close()
 		clients[i] = c
+		txns[i], _ = c.Begin(ctx)
+		defer txns[i].Abort(ctx)
 	}
+	return rate(p, n, func(w int) error { return fn(ctx, clients[w], txns[w]) })
+}
+
+// rate runs p workers that each call op n times and returns the total
+// operations per second; the first error stops its worker and is returned.
+func rate(p, n int, op func(worker int) error) (float64, error) {
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	start := time.Now()
-	for _, c := range clients {
+	for w := 0; w < p; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tx, _ := c.Begin(ctx)
-			defer tx.Abort(ctx)
 			for i := 0; i < n; i++ {
-				if err := fn(ctx, c, tx); err != nil {
+				if err := op(w); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -281,44 +288,24 @@ func sqliteCommits(dir string, p, n int, relaxed bool) (float64, error) {
 	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, v BLOB)`); err != nil {
 		return 0, err
 	}
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
 	var id atomic.Int64
-	start := time.Now()
-	for w := 0; w < p; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < n; i++ {
-				var err error
-				// Writers that find the database busy try again, as a
-				// real server on SQLite would.
-				for attempt := 0; attempt < 100; attempt++ {
-					var tx *sql.Tx
-					tx, err = db.Begin()
-					if err == nil {
-						_, err = tx.Exec(`INSERT INTO t VALUES (?, ?, ?)`, id.Add(1), "file-name", make([]byte, 64))
-						if err == nil {
-							err = tx.Commit()
-						} else {
-							tx.Rollback()
-						}
-					}
-					if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
-						break
-					}
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
+	return rate(p, n, func(int) error {
+		var err error
+		// Writers that find the database busy try again, as a real
+		// server on SQLite would.
+		for attempt := 0; attempt < 100; attempt++ {
+			var tx *sql.Tx
+			if tx, err = db.Begin(); err == nil {
+				if _, err = tx.Exec(`INSERT INTO t VALUES (?, ?, ?)`, id.Add(1), "file-name", make([]byte, 64)); err == nil {
+					err = tx.Commit()
+				} else {
+					tx.Rollback()
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err, ok := firstErr.Load().(error); ok {
-		return 0, err
-	}
-	return float64(p*n) / el.Seconds(), nil
+			if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+				break
+			}
+		}
+		return err
+	})
 }
