@@ -19,6 +19,7 @@ check:
 	@echo "== gofmt / go vet"
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Unit tests and in-process cluster tests under the race detector.
 race:

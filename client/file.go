@@ -646,8 +646,11 @@ var blockPools sync.Map // blocksize → *sync.Pool
 // getBlockBuf returns a block buffer, zeroed if it will not be overwritten
 // whole.
 func getBlockBuf(bs int, zero bool) []byte {
-	p, _ := blockPools.LoadOrStore(bs, &sync.Pool{New: func() any { return make([]byte, bs) }})
-	b := p.(*sync.Pool).Get().([]byte)
+	p, ok := blockPools.Load(bs)
+	if !ok {
+		p, _ = blockPools.LoadOrStore(bs, &sync.Pool{New: func() any { b := make([]byte, bs); return &b }})
+	}
+	b := *p.(*sync.Pool).Get().(*[]byte)
 	if zero {
 		clear(b)
 	}
@@ -656,6 +659,7 @@ func getBlockBuf(bs int, zero bool) []byte {
 
 func putBlockBuf(b []byte) {
 	if p, ok := blockPools.Load(cap(b)); ok {
-		p.(*sync.Pool).Put(b[:cap(b)])
+		b = b[:cap(b)]
+		p.(*sync.Pool).Put(&b)
 	}
 }

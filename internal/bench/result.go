@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -68,5 +67,3 @@ func median(xs []float64) float64 {
 }
 
 func mbps(bytes int64, d time.Duration) float64 { return float64(bytes) / 1e6 / d.Seconds() }
-
-func joinParams(kv ...string) string { return strings.Join(kv, " ") }
