@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 
 outdir, results_md, mode, command = sys.argv[1:5]
 bench_dir = os.path.dirname(results_md) or "."
+here = os.path.dirname(os.path.abspath(__file__))
 
 
 def load(name):
@@ -147,7 +148,7 @@ try:
 except ImportError:
     lines.append("(charts skipped: matplotlib is not installed; `pip install matplotlib`)\n")
 
-analysis = os.path.join(bench_dir, "ANALYSIS.md")
+analysis = os.path.join(here, "ANALYSIS.md")
 if os.path.exists(analysis):
     with open(analysis) as f:
         lines.append(f.read())
