@@ -67,6 +67,8 @@ func Main(args []string) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		// The first Ctrl-C asks for a clean stop; a second one kills.
+		go func() { <-ctx.Done(); stop() }()
 		// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
 		// benchmark notes: go tool pprof -top plasma file); %p in the name
 		// becomes the process id, so a whole cluster can be profiled.
