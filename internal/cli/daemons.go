@@ -160,6 +160,8 @@ func cmdDatanodeInit(ctx context.Context, args []string) error {
 	how := datanode.PreallocZero
 	if *fast {
 		how = datanode.PreallocFallocate
+	} else {
+		fmt.Fprintf(stdout, "preparing datanode volume %s: writing %s of zeros (use -fallocate to skip)...\n", *dir, human(uint64(size)))
 	}
 	cfg, err := datanode.InitWith(*dir, *cluster, uint32(bs), size, how)
 	if err != nil {
