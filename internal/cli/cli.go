@@ -112,7 +112,10 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, `
 Cluster selection (client commands): -cluster NAME, -namenode HOST:PORT (repeatable),
 or $PLASMAFS_CLUSTER / $PLASMAFS_NAMENODES, or ~/.plasmafs ($PLASMAFS_CONFIG), which
-'plasma cluster up' writes. PlasmaFS paths are absolute; globs expand on the PlasmaFS side.`)
+'plasma cluster up' writes. PlasmaFS paths are absolute; globs expand on the PlasmaFS side.
+Security: the credential and levels come from the cluster entry in ~/.plasmafs or from
+$PLASMAFS_CREDENTIAL, $PLASMAFS_SECURITY and $PLASMAFS_DATA_SECURITY (none, auth, privacy).
+Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error.`)
 }
 
 // flags is a flag set with the common client options.
