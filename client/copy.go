@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -72,4 +71,3 @@ func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyO
 	return committed + sinceCommit, nil
 }
 
-var _ = errors.New

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -374,4 +373,3 @@ func TestHostileClients(t *testing.T) {
 
 func checksum(b []byte) uint32 { return crc32c(b) }
 
-var _ = fmt.Sprint

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"testing"
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/datanode"
@@ -125,4 +124,3 @@ func (c *InProcess) Client(t TB) *client.Client {
 	return cl
 }
 
-var _ = testing.Short
