@@ -70,4 +70,3 @@ func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyO
 	}
 	return committed + sinceCommit, nil
 }
-

@@ -372,4 +372,3 @@ func TestHostileClients(t *testing.T) {
 }
 
 func checksum(b []byte) uint32 { return crc32c(b) }
-

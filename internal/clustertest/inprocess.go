@@ -123,4 +123,3 @@ func (c *InProcess) Client(t TB) *client.Client {
 	t.Cleanup(func() { cl.Close() })
 	return cl
 }
-
