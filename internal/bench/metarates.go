@@ -258,51 +258,33 @@ func Fdtree(ctx context.Context, cfg client.Config, o FdtreeOptions) (*Report, e
 		}
 	}
 	walk(top, 0)
-	d, err := timeIt(func() error {
-		for _, p := range dirs {
-			if err := t.Mkdir(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	reversed := make([]string, len(dirs))
+	for i, p := range dirs {
+		reversed[len(dirs)-1-i] = p // children before parents
 	}
-	rep.add(Result{Name: "directory creates", Unit: "dirs/s", Ours: float64(len(dirs)) / d.Seconds()})
-	if d, err = timeIt(func() error {
-		for _, p := range files {
-			if err := t.Create(p); err != nil {
-				return err
+	for _, ph := range []struct {
+		name, unit string
+		paths      []string
+		op         func(string) error
+	}{
+		{"directory creates", "dirs/s", dirs, t.Mkdir},
+		{"file creates", "files/s", files, t.Create},
+		{"file removals", "files/s", files, t.Unlink},
+		{"directory removals", "dirs/s", reversed, t.Rmdir},
+	} {
+		d, err := timeIt(func() error {
+			for _, p := range ph.paths {
+				if err := ph.op(p); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ph.name, err)
 		}
-		return nil
-	}); err != nil {
-		return nil, err
+		rep.add(Result{Name: ph.name, Unit: ph.unit, Ours: float64(len(ph.paths)) / d.Seconds()})
 	}
-	rep.add(Result{Name: "file creates", Unit: "files/s", Ours: float64(len(files)) / d.Seconds()})
-	if d, err = timeIt(func() error {
-		for _, p := range files {
-			if err := t.Unlink(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	rep.add(Result{Name: "file removals", Unit: "files/s", Ours: float64(len(files)) / d.Seconds()})
-	if d, err = timeIt(func() error {
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := t.Rmdir(dirs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	rep.add(Result{Name: "directory removals", Unit: "dirs/s", Ours: float64(len(dirs)) / d.Seconds()})
 	for i := range rep.Results {
 		rep.Results[i].RefName = t.Name()
 	}
