@@ -27,12 +27,14 @@ const (
 	OpFsck            // metadata self-check; returns problems and every file's block list
 	OpPing            // no-op round trip
 	OpDropReplicas    // drop this transaction's new replicas on the datanodes named in Pref (they failed)
+	OpKeepalive       // keep every transaction of this connection alive; returns [txn timeout ns, ticket lifetime ns]
+	OpBackup          // superuser: write a consistent copy of the metadata to Path on the namenode's host
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -56,6 +58,8 @@ const (
 	FlagRep                  // SetAttr: set replication
 	FlagParents              // Create dir: create missing parents, no error if it exists
 	FlagExcl                 // Create: fail if the name exists (default for files: open existing)
+	FlagBegin                // the request begins transaction Txn (an unknown Txn without it is refused)
+	FlagBlocks               // Lookup/Stat: also return the block list of the same committed version
 )
 
 // FileType is the type of an inode.
