@@ -41,6 +41,10 @@ type Client struct {
 	gen     uint64
 	reqBase uint64
 	closed  bool
+
+	stopOnce      sync.Once
+	stopKeepalive chan struct{}
+	keepaliveDone chan struct{}
 }
 
 // New connects to the first reachable namenode of cfg.
@@ -92,13 +96,54 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
 		c.data = newDataPool(c)
 		c.nextTx.Store(uint64(time.Now().UnixNano()))
+		c.stopKeepalive = make(chan struct{})
+		c.keepaliveDone = make(chan struct{})
+		if cfg.KeepaliveInterval >= 0 {
+			go c.keepalive()
+		} else {
+			close(c.keepaliveDone)
+		}
 		return c, nil
 	}
 	return nil, errors.Join(errs...)
 }
 
+// keepalive sends one small message per interval on the namenode
+// connection; it keeps every transaction of this client alive however long
+// it goes without a request (a reader streaming a large file, a file held
+// open in a mount). The first answer tells the namenode's transaction
+// timeout, from which the interval follows.
+func (c *Client) keepalive() {
+	defer close(c.keepaliveDone)
+	interval := c.cfg.KeepaliveInterval
+	auto := interval == 0
+	if auto {
+		interval = 500 * time.Millisecond
+	}
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopKeepalive:
+			return
+		case <-t.C:
+		}
+		nn, _ := c.conn()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := nn.Keepalive(ctx, &wire.Request{Op: wire.OpKeepalive})
+		cancel()
+		if err == nil && auto && len(r.Counters) >= 1 && r.Counters[0] > 0 {
+			interval = min(time.Duration(r.Counters[0])/3, time.Minute)
+			interval = max(interval, 50*time.Millisecond)
+		}
+		t.Reset(interval)
+	}
+}
+
 // Close closes the connections; open transactions are aborted.
 func (c *Client) Close() error {
+	c.stopOnce.Do(func() { close(c.stopKeepalive) })
+	<-c.keepaliveDone
 	c.data.close()
 	c.local.close()
 	c.nnMu.Lock()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Config says which cluster to use and who the client is.
@@ -24,6 +25,11 @@ type Config struct {
 	// CredentialFile is the user's credential ('plasma admin user add'),
 	// needed above level none.
 	CredentialFile string
+	// KeepaliveInterval is how often the client tells the namenode that it
+	// is alive, which keeps its open transactions (readers that need no
+	// namenode request for hours) from being aborted as idle. Zero means a
+	// third of the namenode's transaction timeout; negative disables it.
+	KeepaliveInterval time.Duration
 }
 
 // ClusterEntry is one cluster of a client configuration file.

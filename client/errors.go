@@ -25,6 +25,10 @@ var (
 	ErrLoop        = errors.New("too many levels of symbolic links")
 	ErrInternal    = errors.New("namenode internal error")
 	ErrChecksum    = errors.New("block checksum mismatch")
+	// ErrCommitUnknown: the connection to the namenode was lost after the
+	// commit was sent; the transaction may or may not have committed.
+	// Look at the data to find out; never assume either.
+	ErrCommitUnknown = errors.New("commit outcome unknown")
 )
 
 var codeErrors = map[wire.Code]error{

@@ -9,7 +9,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -21,20 +23,28 @@ import (
 // overwritten in place: a write goes to newly allocated blocks, so readers
 // of the previous version are unaffected.
 //
+// A File reads exactly one committed version (plus its own transaction's
+// writes): the size and the block list come from the namenode together.
+// ReadAt may be called from several goroutines at once; the other methods
+// are serialised.
+//
 // A File uses the context it was opened with for its io methods.
 type File struct {
-	tx     *Txn
-	ctx    context.Context
-	path   string
-	ino    uint64
-	bs     int
-	size   int64
-	pos    int64
-	xs     []wire.Extent
-	loaded bool
-	dirty  map[uint64][]byte
-	resize bool // size changed without data (truncate/extend) and not sent yet
-	closed bool
+	tx   *Txn
+	ctx  context.Context
+	path string
+	ino  uint64
+	bs   int
+
+	mu        sync.Mutex // guards everything below
+	size      int64
+	pos       int64
+	xs        []wire.Extent
+	loaded    bool
+	refreshAt time.Time // reload the block list (fresh tickets) after this
+	dirty     map[uint64][]byte
+	resize    bool // size changed without data (truncate/extend) and not sent yet
+	closed    bool
 
 	// One flush runs in the background while the next blocks fill up.
 	inflight    map[uint64][]byte
@@ -49,22 +59,34 @@ type File struct {
 	FlushBlocks int
 }
 
-// Open opens an existing regular file for reading and writing.
+// Open opens an existing regular file for reading and writing. Its size
+// and block list are those of one committed version.
 func (tx *Txn) Open(ctx context.Context, path string) (*File, error) {
-	fi, err := tx.Lookup(ctx, path)
+	r, err := tx.call(ctx, &wire.Request{Op: wire.OpLookup, Path: path, Flags: wire.FlagBlocks})
 	if err != nil {
 		return nil, err
 	}
-	return tx.openInfo(ctx, path, fi)
+	return tx.openResp(ctx, path, r)
 }
 
 // OpenInode opens the regular file with inode number ino.
 func (tx *Txn) OpenInode(ctx context.Context, ino uint64) (*File, error) {
-	fi, err := tx.Stat(ctx, ino)
+	r, err := tx.call(ctx, &wire.Request{Op: wire.OpStat, Ino: ino, Flags: wire.FlagBlocks})
 	if err != nil {
 		return nil, err
 	}
-	return tx.openInfo(ctx, fmt.Sprintf("inode %d", ino), fi)
+	return tx.openResp(ctx, fmt.Sprintf("inode %d", ino), r)
+}
+
+func (tx *Txn) openResp(ctx context.Context, path string, r *wire.Response) (*File, error) {
+	f, err := tx.openInfo(ctx, path, infoOf(r.Attr))
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Counters) > 0 && r.Counters[0] == wire.BlocksIncluded {
+		f.setBlocks(r.Extents)
+	}
+	return f, nil
 }
 
 // CreateFile creates a new file and opens it.
@@ -95,23 +117,46 @@ func (tx *Txn) openInfo(ctx context.Context, path string, fi FileInfo) (*File, e
 func (f *File) Ino() uint64 { return f.ino }
 
 // Size returns the file size as this transaction sees it.
-func (f *File) Size() int64 { return f.size }
+func (f *File) Size() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.size
+}
 
 // Name returns the path the file was opened with.
 func (f *File) Name() string { return f.path }
 
-// loadBlocks fetches the whole block list in one call; afterwards reading
-// needs no namenode request.
+// setBlocks installs a block list and schedules its refresh at half the
+// lifetime of its earliest ticket, so a long reader never holds expired
+// tickets. Called with f.mu held (or before f is shared).
+func (f *File) setBlocks(xs []wire.Extent) {
+	f.xs = xs
+	f.loaded = true
+	now := time.Now()
+	f.refreshAt = now.Add(100 * 365 * 24 * time.Hour)
+	for _, x := range xs {
+		for _, t := range x.Tickets {
+			if exp, ok := auth.TicketExpiry(t); ok {
+				if at := now.Add(exp.Sub(now) / 2); at.Before(f.refreshAt) {
+					f.refreshAt = at
+				}
+			}
+		}
+	}
+}
+
+// loadBlocks fetches the whole block list in one call (again once its
+// tickets approach expiry); afterwards reading needs no namenode request.
+// The transaction gets the same version each time. Called with f.mu held.
 func (f *File) loadBlocks() error {
-	if f.loaded {
+	if f.loaded && time.Now().Before(f.refreshAt) {
 		return nil
 	}
 	r, err := f.tx.call(f.ctx, &wire.Request{Op: wire.OpBlocks, Ino: f.ino})
 	if err != nil {
 		return fmt.Errorf("%s: block list: %w", f.path, err)
 	}
-	f.xs = r.Extents
-	f.loaded = true
+	f.setBlocks(r.Extents)
 	return nil
 }
 
@@ -148,28 +193,34 @@ func (f *File) locate(idx uint64) (locs []location, crc uint32, ok bool) {
 	return append(locs, dead...), x.CRC[k], true
 }
 
-// readBlock reads block idx into buf (len = blocksize), trying every
-// replica until one returns data matching the committed checksum.
-func (f *File) readBlock(idx uint64, buf []byte) error {
+// source is where block idx's bytes come from: copied already (buffered
+// writes, a hole) or the replicas to read. Called with f.mu held.
+func (f *File) source(idx uint64, buf []byte) (locs []location, crc uint32, done bool, err error) {
 	if b, ok := f.dirty[idx]; ok {
 		copy(buf, b)
-		return nil
+		return nil, 0, true, nil
 	}
 	if b, ok := f.inflight[idx]; ok {
 		copy(buf, b)
-		return nil
+		return nil, 0, true, nil
 	}
 	if err := f.waitFlush(); err != nil {
-		return err
+		return nil, 0, false, err
 	}
 	if err := f.loadBlocks(); err != nil {
-		return err
+		return nil, 0, false, err
 	}
 	locs, crc, ok := f.locate(idx)
 	if !ok {
 		clear(buf)
-		return nil
+		return nil, 0, true, nil
 	}
+	return locs, crc, false, nil
+}
+
+// fetch reads from the replicas until one returns data matching the
+// committed checksum. It needs no lock.
+func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error {
 	var errs []string
 	for _, l := range locs {
 		if lf := f.tx.c.localFile(l.info); lf != nil {
@@ -187,8 +238,44 @@ func (f *File) readBlock(idx uint64, buf []byte) error {
 	return fmt.Errorf("%s: block %d unreadable on every replica: %s", f.path, idx, strings.Join(errs, "; "))
 }
 
-// ReadAt implements io.ReaderAt.
+// readBlock reads block idx into buf (len = blocksize). Called with f.mu
+// held; with unlock set, the lock is released while the datanodes are
+// read, so concurrent readers overlap. When every replica fails, the
+// block list is fetched again once (fresh tickets, replicas that moved)
+// and the read retried.
+func (f *File) readBlock(idx uint64, buf []byte, unlock bool) error {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			f.loaded = false
+		}
+		locs, crc, done, serr := f.source(idx, buf)
+		if serr != nil || done {
+			return serr
+		}
+		if unlock {
+			f.mu.Unlock()
+		}
+		err = f.fetch(idx, locs, crc, buf)
+		if unlock {
+			f.mu.Lock()
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// ReadAt implements io.ReaderAt; it is safe for concurrent use.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readAt(p, off)
+}
+
+// readAt is ReadAt with f.mu held (it is released during datanode reads).
+func (f *File) readAt(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, errEnded
 	}
@@ -204,23 +291,30 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 			copy(p[n:n+want], b[in:])
 		} else if b, ok := f.inflight[idx]; ok {
 			copy(p[n:n+want], b[in:])
+		} else if f.cache != nil && f.cacheIdx == idx {
+			copy(p[n:n+want], f.cache[in:])
 		} else if in == 0 && want == f.bs && len(p)-n >= f.bs {
 			// A whole block: read it straight into the caller's buffer.
-			if err := f.readBlock(idx, p[n:n+f.bs]); err != nil {
+			if err := f.readBlock(idx, p[n:n+f.bs], true); err != nil {
 				return n, err
 			}
 		} else {
-			if f.cache == nil || f.cacheIdx != idx {
-				if f.cache == nil {
-					f.cache = make([]byte, f.bs)
-				}
-				f.cacheIdx = ^uint64(0)
-				if err := f.readBlock(idx, f.cache); err != nil {
-					return n, err
-				}
-				f.cacheIdx = idx
+			b := make([]byte, f.bs)
+			if err := f.readBlock(idx, b, true); err != nil {
+				return n, err
 			}
-			copy(p[n:n+want], f.cache[in:])
+			if f.closed {
+				return n, errEnded
+			}
+			// Written meanwhile by this transaction: read again.
+			if _, ok := f.dirty[idx]; ok {
+				continue
+			}
+			if _, ok := f.inflight[idx]; ok {
+				continue
+			}
+			f.cache, f.cacheIdx = b, idx
+			copy(p[n:n+want], b[in:])
 		}
 		n += want
 		off += int64(want)
@@ -233,7 +327,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 
 // Read implements io.Reader.
 func (f *File) Read(p []byte) (int, error) {
-	n, err := f.ReadAt(p, f.pos)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.readAt(p, f.pos)
 	f.pos += int64(n)
 	if err == io.EOF && n > 0 {
 		err = nil
@@ -243,6 +339,8 @@ func (f *File) Read(p []byte) (int, error) {
 
 // Seek implements io.Seeker.
 func (f *File) Seek(offset int64, whence int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	switch whence {
 	case io.SeekStart:
 	case io.SeekCurrent:
@@ -265,6 +363,8 @@ const ReadAhead = 8
 // WriteTo streams the file from the current position to w, fetching
 // ReadAhead blocks in parallel (io.Copy uses it).
 func (f *File) WriteTo(w io.Writer) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.closed {
 		return 0, errEnded
 	}
@@ -277,8 +377,9 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if f.pos >= f.size {
 		return 0, nil
 	}
+	size := f.size
 	first := uint64(f.pos / int64(f.bs))
-	last := uint64((f.size - 1) / int64(f.bs))
+	last := uint64((size - 1) / int64(f.bs))
 	type slot struct {
 		buf  []byte
 		err  error
@@ -288,11 +389,19 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 	for i := range slots {
 		slots[i] = &slot{buf: make([]byte, f.bs)}
 	}
+	// The block sources are looked up under the lock; the fetches run
+	// without it.
 	start := func(idx uint64) {
 		s := slots[idx%ReadAhead]
 		s.done = make(chan struct{})
+		locs, crc, done, err := f.source(idx, s.buf)
+		if err != nil || done {
+			s.err = err
+			close(s.done)
+			return
+		}
 		go func() {
-			s.err = f.readBlock(idx, s.buf)
+			s.err = f.fetch(idx, locs, crc, s.buf)
 			close(s.done)
 		}()
 	}
@@ -304,7 +413,13 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 	var werr error
 	for idx := first; idx <= last; idx++ {
 		s := slots[idx%ReadAhead]
+		f.mu.Unlock()
 		<-s.done
+		f.mu.Lock()
+		if werr == nil && s.err != nil {
+			// Every replica failed: once more with a fresh block list.
+			s.err = f.readBlock(idx, s.buf, true)
+		}
 		if werr == nil && s.err != nil {
 			werr = s.err
 		}
@@ -314,7 +429,7 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 				lo = int(f.pos % int64(f.bs))
 			}
 			hi := f.bs
-			if end := f.size - int64(idx)*int64(f.bs); end < int64(hi) {
+			if end := size - int64(idx)*int64(f.bs); end < int64(hi) {
 				hi = int(end)
 			}
 			n, err := w.Write(s.buf[lo:hi])
@@ -328,16 +443,24 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	// Wait for fetches still running before returning their buffers.
+	f.mu.Unlock()
 	for _, s := range slots {
 		if s.done != nil {
 			<-s.done
 		}
 	}
+	f.mu.Lock()
 	return written, werr
 }
 
 // WriteAt implements io.WriterAt.
 func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writeAt(p, off)
+}
+
+func (f *File) writeAt(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, errEnded
 	}
@@ -358,7 +481,8 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 			blockStart := int64(idx) * int64(f.bs)
 			if m < f.bs && blockStart < f.size {
 				// Partial write of an existing block: copy on write.
-				if err := f.readBlock(idx, b); err != nil {
+				if err := f.readBlock(idx, b, false); err != nil {
+					putBlockBuf(b)
 					return n, err
 				}
 				if valid := f.size - blockStart; valid < int64(f.bs) {
@@ -389,6 +513,8 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 // next block at the current position, which must be block-aligned at the
 // end of the file. The file takes ownership of buf.
 func (f *File) appendBlock(buf []byte, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.closed {
 		return errEnded
 	}
@@ -396,7 +522,7 @@ func (f *File) appendBlock(buf []byte, n int) error {
 		return f.failed
 	}
 	if f.pos%int64(f.bs) != 0 || f.pos != f.size {
-		_, err := f.WriteAt(buf[:n], f.pos)
+		_, err := f.writeAt(buf[:n], f.pos)
 		f.pos += int64(n)
 		putBlockBuf(buf)
 		return err
@@ -417,13 +543,20 @@ func (f *File) appendBlock(buf []byte, n int) error {
 
 // Write implements io.Writer.
 func (f *File) Write(p []byte) (int, error) {
-	n, err := f.WriteAt(p, f.pos)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.writeAt(p, f.pos)
 	f.pos += int64(n)
 	return n, err
 }
 
 // Truncate changes the file size; blocks past the end are freed at commit.
 func (f *File) Truncate(size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errEnded
+	}
 	if size < 0 {
 		return fmt.Errorf("%s: negative size", f.path)
 	}
@@ -436,7 +569,7 @@ func (f *File) Truncate(size int64) error {
 				clear(b[end:])
 			}
 		}
-		if err := f.Flush(f.ctx); err != nil {
+		if err := f.flush(f.ctx); err != nil {
 			return err
 		}
 		if err := f.tx.Truncate(f.ctx, f.ino, size); err != nil {
@@ -450,7 +583,7 @@ func (f *File) Truncate(size int64) error {
 			idx := uint64(size / int64(f.bs))
 			b := make([]byte, f.bs)
 			f.size = size
-			if err := f.readBlock(idx, b); err != nil {
+			if err := f.readBlock(idx, b, false); err != nil {
 				return err
 			}
 			clear(b[size%int64(f.bs):])
@@ -465,6 +598,12 @@ func (f *File) Truncate(size int64) error {
 // Flush writes the buffered blocks to the datanodes and records them in
 // the transaction. Data is durable only after Commit.
 func (f *File) Flush(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flush(ctx)
+}
+
+func (f *File) flush(ctx context.Context) error {
 	if f.closed {
 		return nil
 	}
@@ -614,13 +753,29 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 	return nil, fmt.Errorf("%s: write failed: %w", f.path, lastErr)
 }
 
+// abandon waits for the background write and makes the file unusable,
+// dropping what is buffered (the transaction is being aborted).
+func (f *File) abandon() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waitFlush()
+	for _, b := range f.dirty {
+		putBlockBuf(b)
+	}
+	f.dirty = map[uint64][]byte{}
+	f.closed = true
+}
+
 // Close flushes buffered writes; the file is unusable afterwards.
 func (f *File) Close() error {
+	f.mu.Lock()
 	if f.closed {
+		f.mu.Unlock()
 		return nil
 	}
-	err := f.Flush(f.ctx)
+	err := f.flush(f.ctx)
 	f.closed = true
+	f.mu.Unlock()
 	f.tx.mu.Lock()
 	for i, g := range f.tx.files {
 		if g == f {

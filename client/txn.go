@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,6 +69,10 @@ type Txn struct {
 	gen   uint64 // namenode connection generation of the first request
 	used  bool
 	ended bool
+	// begun is closed once the request that begins the transaction on the
+	// namenode has been answered; a request racing it (a file's
+	// background flush) waits, as the namenode refuses unknown ids.
+	begun chan struct{}
 	mu    sync.Mutex
 	files []*File
 	nodes map[string]bool // datanode addresses written to (synced before commit)
@@ -83,13 +88,26 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 	q.Txn = tx.id
 	nn, gen := tx.c.conn()
 	tx.mu.Lock()
-	if !tx.used {
+	first := !tx.used
+	if first {
 		tx.used, tx.gen = true, gen
+		tx.begun = make(chan struct{})
+		q.Flags |= wire.FlagBegin
 	}
 	lost := tx.gen != gen
+	begun := tx.begun
 	tx.mu.Unlock()
 	if lost {
 		return nil, fmt.Errorf("%w: transaction %d was aborted when the namenode connection was lost", ErrTxn, tx.id)
+	}
+	if first {
+		defer close(begun)
+	} else {
+		select {
+		case <-begun:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	r, err := nn.Call(ctx, q)
 	if err != nil {
@@ -104,12 +122,14 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 
 // Commit writes out buffered file data, makes it durable on every datanode
 // written to, and commits. Once Commit returns nil, the changes survive any
-// crash.
+// crash. If the connection to the namenode is lost after the commit was
+// sent, the outcome is not known and Commit returns an error matching
+// ErrCommitUnknown: the transaction may or may not have committed.
 func (tx *Txn) Commit(ctx context.Context) error {
 	if tx.ended {
 		return fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}
-	for _, f := range tx.files {
+	for _, f := range tx.openFiles() {
 		if err := f.Flush(ctx); err != nil {
 			tx.Abort(ctx)
 			return err
@@ -138,16 +158,36 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	}
 	_, err := tx.call(ctx, &wire.Request{Op: wire.OpCommit})
 	tx.ended = true
-	if err != nil {
+	var nerr *Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nerr):
+		// The namenode answered: nothing was committed.
 		return fmt.Errorf("commit: %w", err)
+	case errors.Is(err, rpc.ErrNotSent):
+		return fmt.Errorf("commit: %w: the commit never reached the namenode, nothing was committed: %v", ErrTxn, err)
+	default:
+		return fmt.Errorf("commit of transaction %d: %w: %v", tx.id, ErrCommitUnknown, err)
 	}
-	return nil
 }
 
-// Abort ends the transaction without changing anything.
+// openFiles returns the files open in tx.
+func (tx *Txn) openFiles() []*File {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return slices.Clone(tx.files)
+}
+
+// Abort ends the transaction without changing anything. It first waits for
+// the files' background writes, so none of them reaches the namenode after
+// the abort.
 func (tx *Txn) Abort(ctx context.Context) error {
 	if tx.ended {
 		return nil
+	}
+	for _, f := range tx.openFiles() {
+		f.abandon()
 	}
 	var err error
 	if tx.used {

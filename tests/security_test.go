@@ -85,7 +85,7 @@ func TestCredentialsRefused(t *testing.T) {
 	if err != nil || resp.Code != wire.ErrCodePerm {
 		t.Fatalf("user registering as datanode: %v %+v", err, resp)
 	}
-	resp, err = conn.Call(context.Background(), &wire.Request{Op: wire.OpFsck, Txn: 1})
+	resp, err = conn.Call(context.Background(), &wire.Request{Op: wire.OpFsck, Txn: 1, Flags: wire.FlagBegin})
 	if err != nil || resp.Code != wire.ErrCodePerm {
 		t.Fatalf("user running fsck: %v %+v", err, resp)
 	}
@@ -129,7 +129,7 @@ func TestTickets(t *testing.T) {
 	}
 	defer conn.Close()
 	const txn = 77
-	lr, _ := conn.Call(ctx, &wire.Request{Op: wire.OpLookup, Txn: txn, Path: "/t"})
+	lr, _ := conn.Call(ctx, &wire.Request{Op: wire.OpLookup, Txn: txn, Path: "/t", Flags: wire.FlagBegin})
 	br, err := conn.Call(ctx, &wire.Request{Op: wire.OpBlocks, Txn: txn, Ino: lr.Attr.Ino})
 	if err != nil || br.Code != wire.OK || len(br.Extents) == 0 || len(br.Extents[0].Tickets) == 0 {
 		t.Fatalf("blocks: %v %+v", err, br)

@@ -89,3 +89,12 @@ func (t *Ticket) Check(node uint32, block, count uint64, write bool, now time.Ti
 	}
 	return nil
 }
+
+// TicketExpiry returns when a wire ticket expires, without checking it:
+// clients, which do not hold the key, use it to refresh tickets in time.
+func TicketExpiry(b []byte) (time.Time, bool) {
+	if len(b) != ticketLen {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(binary.LittleEndian.Uint64(b[29:])), 0), true
+}

@@ -80,7 +80,10 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	cluster := f.String("cluster", "plasma", "cluster name; datanodes of other clusters are refused")
 	var bs int64 = 1 << 20
 	f.Var(sizeFlag{&bs}, "blocksize", "filesystem blocksize (64K..64M)")
-	relaxed := f.Bool("relaxed", false, "acknowledge commits before fsync (bounded loss window on power failure, never corruption)")
+	relaxed := f.Bool("relaxed", false, "acknowledge commits before fsync; a power cut loses at most the commits of the last -sync-interval or -sync-commits, never corrupts")
+	syncInterval := f.Duration("sync-interval", time.Second, "relaxed mode: make acknowledged commits durable at least this often")
+	syncCommits := f.Int("sync-commits", 1000, "relaxed mode: make acknowledged commits durable after this many")
+	ticketLifetime := f.Duration("ticket-lifetime", time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
 	rep := f.Int("rep", 1, "default replication")
 	txnTimeout := f.Duration("txn-timeout", 10*time.Minute, "abort transactions idle this long")
 	hb := f.Duration("heartbeat-timeout", 10*time.Second, "declare a datanode dead after this long without heartbeat")
@@ -105,6 +108,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if bs < 64<<10 || bs > 64<<20 || bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
 	}
+	if *syncInterval <= 0 || *syncCommits < 1 {
+		return usagef("-sync-interval and -sync-commits must be positive")
+	}
+	if *ticketLifetime < 2*time.Second {
+		return usagef("-ticket-lifetime %v: at least 2s (tickets carry whole seconds)", *ticketLifetime)
+	}
 	if *rep < 1 || *rep > 16 {
 		return usagef("default replication %d: must be 1..16", *rep)
 	}
@@ -115,7 +124,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	defer store.Close()
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
-		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk})
+		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
+		TicketLifetime: *ticketLifetime, Relaxed: *relaxed, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}

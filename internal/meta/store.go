@@ -62,3 +62,10 @@ type Store interface {
 	Apply(changes []*Change) error
 	Close() error
 }
+
+// Syncer is a store that can acknowledge changes before they are durable
+// (relaxed mode) and make them durable on demand.
+type Syncer interface {
+	// Sync returns once every change applied so far is durable.
+	Sync() error
+}

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/meta"
@@ -52,7 +53,7 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 // Called by the committer with n.mu held.
 func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.epoch++
-	pf := pendingFree{epoch: n.epoch, runs: n.settleAllocations(tx, c)}
+	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq, runs: n.settleAllocations(tx, c)}
 	for _, a := range c.PutInodes {
 		in := n.inodes[a.Ino]
 		if in == nil {
@@ -121,9 +122,17 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 
 // committer applies queued commits in batches: one store transaction (and
 // one fsync) for everything that queued up while the previous batch was
-// being written.
+// being written. In relaxed mode it also makes the store durable on a
+// timer and after SyncCommits commits.
 func (n *Namenode) committer() {
 	defer n.wg.Done()
+	var syncTick <-chan time.Time
+	if n.cfg.Relaxed {
+		t := time.NewTicker(n.cfg.SyncInterval)
+		defer t.Stop()
+		syncTick = t.C
+	}
+	unsynced := 0
 	for {
 		var batch []*commitReq
 		select {
@@ -132,6 +141,15 @@ func (n *Namenode) committer() {
 		case r := <-n.commitQ:
 			batch = append(batch, r)
 		case <-n.kick:
+		case <-syncTick:
+			if unsynced > 0 {
+				if !n.syncStore() {
+					<-n.stop
+					return
+				}
+				unsynced = 0
+			}
+			continue
 		}
 		n.mu.Lock()
 		for _, c := range n.deferred {
@@ -155,30 +173,60 @@ func (n *Namenode) committer() {
 		for i, r := range batch {
 			changes[i] = r.change
 		}
-		err := n.cfg.Store.Apply(changes)
+		if err := n.cfg.Store.Apply(changes); err != nil {
+			// The store's state is unknown now: acknowledge nothing, stop.
+			n.fatal(fmt.Errorf("apply a batch of %d changes: %w", len(batch), err))
+			<-n.stop
+			return
+		}
 		n.batches.Add(1)
 		n.mu.Lock()
+		n.appliedSeq++
+		if !n.cfg.Relaxed {
+			n.durableSeq = n.appliedSeq
+		}
 		for _, r := range batch {
 			if r.tx == nil {
 				continue
 			}
-			if err != nil {
-				n.endTxn(r.tx, false)
-			} else {
-				n.applyCommit(r.tx, r.change)
-				n.commits.Add(1)
-			}
+			n.applyCommit(r.tx, r.change)
+			n.commits.Add(1)
 		}
+		n.releaseFrees() // frees waiting for this batch to be durable
 		n.mu.Unlock()
-		if err != nil {
-			n.log.Error("metadata commit failed", "err", err, "transactions", len(batch))
-		}
 		for _, r := range batch {
 			if r.reply != nil {
-				r.reply(err)
+				r.reply(nil)
+			}
+		}
+		if n.cfg.Relaxed {
+			unsynced += len(batch)
+			if unsynced >= n.cfg.SyncCommits {
+				if !n.syncStore() {
+					<-n.stop
+					return
+				}
+				unsynced = 0
 			}
 		}
 	}
+}
+
+// syncStore makes every applied batch durable (relaxed mode) and releases
+// the blocks waiting for that. Called by the committer only.
+func (n *Namenode) syncStore() bool {
+	n.mu.Lock()
+	seq := n.appliedSeq
+	n.mu.Unlock()
+	if err := n.cfg.Store.(meta.Syncer).Sync(); err != nil {
+		n.fatal(fmt.Errorf("sync the metadata store: %w", err))
+		return false
+	}
+	n.mu.Lock()
+	n.durableSeq = seq
+	n.releaseFrees()
+	n.mu.Unlock()
+	return true
 }
 
 // deferChange queues a namenode-internal change for the committer. Called

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,22 @@ type Config struct {
 	MaxConns       int           // connections (default 4096)
 	MaxTxnsPerConn int           // open transactions per connection (default 1024)
 	IdleTimeout    time.Duration // close a connection silent this long (default 30m)
+
+	// Relaxed acknowledges commits once the store has applied them, before
+	// they are durable (the store must then implement meta.Syncer). The
+	// namenode itself bounds what a power cut can lose: it makes everything
+	// applied durable at least every SyncInterval (default 1s) and after
+	// every SyncCommits commits (default 1000). Blocks freed by a commit
+	// are reused only once that commit is durable.
+	Relaxed      bool
+	SyncInterval time.Duration
+	SyncCommits  int
+
+	// Fatal is called when the metadata store fails (a failed write or
+	// fsync leaves the store's state unknown): the namenode stops serving
+	// and must be restarted to reload the durable state. The default logs
+	// and exits the process.
+	Fatal func(error)
 }
 
 type inode struct {
@@ -57,8 +74,9 @@ type run struct {
 }
 
 type pendingFree struct {
-	epoch uint64
-	runs  []run
+	epoch   uint64 // freed after transactions that began before this ended
+	needSeq uint64 // ... and once store batch needSeq is durable
+	runs    []run
 }
 
 // Namenode is the metadata service. Create it with New and serve
@@ -81,6 +99,9 @@ type Namenode struct {
 
 	commitQ  chan *commitReq
 	kick     chan struct{}
+	// Store batches applied and known durable (guarded by mu; written
+	// only by the committer).
+	appliedSeq, durableSeq uint64
 	deferred []*meta.Change // namenode-internal changes for the committer
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -129,6 +150,15 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.SyncInterval == 0 {
+		cfg.SyncInterval = time.Second
+	}
+	if cfg.SyncCommits == 0 {
+		cfg.SyncCommits = 1000
+	}
+	if _, ok := cfg.Store.(meta.Syncer); cfg.Relaxed && !ok {
+		return nil, errors.New("relaxed commits need a store that can sync on demand")
 	}
 	snap, err := cfg.Store.Load()
 	if err != nil {
@@ -214,17 +244,39 @@ const rootIno = 1
 const inoChunk = 1 << 16
 
 // newIno returns a fresh inode number. Called with n.mu held.
+//
+// The reservation of a new chunk goes to the committer like any change: it
+// is queued before the create that needs it returns, so it is in the same
+// store batch as (or an earlier one than) any commit using those numbers.
+// A crash before that batch loses only numbers nobody committed.
 func (n *Namenode) newIno() (uint64, error) {
 	if n.inoNext >= n.inoLimit {
-		lim := n.inoNext + inoChunk
-		if err := n.cfg.Store.Apply([]*meta.Change{{InoLimit: lim}}); err != nil {
-			return 0, fmt.Errorf("reserve inode numbers: %w", err)
-		}
-		n.inoLimit = lim
+		n.inoLimit = n.inoNext + inoChunk
+		n.deferChange(&meta.Change{InoLimit: n.inoLimit})
 	}
 	ino := n.inoNext
 	n.inoNext++
 	return ino, nil
+}
+
+// fatal stops the namenode after a store failure: nothing more is
+// acknowledged, every connection is closed (clients see the outcome of
+// their pending commits as unknown), and a restart reloads what is durable.
+func (n *Namenode) fatal(err error) {
+	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
+	n.lnMu.Lock()
+	for _, ln := range n.lns {
+		ln.Close()
+	}
+	for c := range n.conns {
+		c.nc.Close()
+	}
+	n.lnMu.Unlock()
+	if n.cfg.Fatal != nil {
+		n.cfg.Fatal(err)
+		return
+	}
+	os.Exit(1)
 }
 
 // Close stops listeners, closes connections (aborting their transactions)

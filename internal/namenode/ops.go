@@ -13,9 +13,28 @@ import (
 func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	var tx *Txn
 	who := c.who
+	switch q.Op {
+	case wire.OpAbort:
+		// Aborting a transaction that already ended is not an error, and
+		// must not begin it again.
+		if tx := n.txns[txnKey{c, q.Txn}]; tx != nil && !tx.committing {
+			n.endTxn(tx, false)
+		}
+		return &wire.Response{}, nil
+	case wire.OpKeepalive:
+		// One message per connection keeps all its transactions alive
+		// however long their client reads without asking the namenode.
+		now := time.Now()
+		for k, tx := range n.txns {
+			if k.conn == c {
+				tx.lastUse = now
+			}
+		}
+		return &wire.Response{Counters: []uint64{uint64(n.cfg.TxnTimeout), uint64(n.cfg.TicketLifetime)}}, nil
+	}
 	if q.Txn != 0 {
 		var err error
-		if tx, err = n.getTxn(c, q.Txn); err != nil {
+		if tx, err = n.getTxn(c, q.Txn, q.Flags&wire.FlagBegin != 0); err != nil {
 			return nil, err
 		}
 		if tx.committing {
@@ -31,33 +50,28 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	switch q.Op {
 	case wire.OpPing:
 		return &wire.Response{}, nil
-	case wire.OpAbort:
-		if tx != nil {
-			n.endTxn(tx, false)
-		}
-		return &wire.Response{}, nil
 	case wire.OpLookup:
 		ino, err := n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0)
 		if err != nil {
 			return nil, err
 		}
+		if q.Flags&wire.FlagBlocks != 0 {
+			return n.openResponse(tx, who, ino, q.Path)
+		}
 		return n.attrResponse(tx, ino)
 	case wire.OpStat:
+		if q.Flags&wire.FlagBlocks != 0 {
+			return n.openResponse(tx, who, q.Ino, fmt.Sprintf("inode %d", q.Ino))
+		}
 		return n.attrResponse(tx, q.Ino)
 	case wire.OpReadDir:
 		return n.readDir(tx, who, q)
 	case wire.OpBlocks:
 		a := n.attr(tx, q.Ino)
-		if a == nil {
-			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file", q.Ino)
-		}
-		if !may(who, a, permRead) {
+		if a != nil && !may(who, a, permRead) {
 			return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
 		}
-		if tx != nil {
-			n.use(tx, q.Ino)
-		}
-		return n.ticketed(tx, &wire.Response{Attr: cp(a), Extents: n.blockList(tx, q.Ino), Nodes: n.nodeList()}), nil
+		return n.openResponse(tx, who, q.Ino, fmt.Sprintf("inode %d", q.Ino))
 	case wire.OpGlob:
 		paths, err := n.glob(tx, who, q.Path)
 		if err != nil {
@@ -142,6 +156,35 @@ func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
 	out := cp(a)
 	out.Blocksize = n.cfg.Blocksize
 	return &wire.Response{Attr: out}, nil
+}
+
+// openResponse answers an open: the attributes of a file together with the
+// block list of the same version (the size is that version's), so a reader
+// never sees one version's length with another's blocks.
+func (n *Namenode) openResponse(tx *Txn, who *auth.Identity, ino uint64, what string) (*wire.Response, error) {
+	a := n.attr(tx, ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", what)
+	}
+	out := cp(a)
+	out.Blocksize = n.cfg.Blocksize
+	if a.Type != wire.TypeFile {
+		if tx != nil {
+			n.use(tx, ino)
+		}
+		return &wire.Response{Attr: out}, nil
+	}
+	if !may(who, a, permRead) {
+		if tx != nil {
+			n.use(tx, ino)
+		}
+		// Opening a file one may only write is allowed; its blocks are not
+		// handed out (Counters stays empty: no block list included).
+		return &wire.Response{Attr: out}, nil
+	}
+	xs, size := n.fileVersion(tx, ino)
+	out.Size = size
+	return n.ticketed(tx, &wire.Response{Attr: out, Extents: xs, Nodes: n.nodeList(), Counters: []uint64{wire.BlocksIncluded}}), nil
 }
 
 func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {

@@ -25,7 +25,7 @@ type Txn struct {
 	inodes    map[uint64]*wire.Attr    // created or modified inodes (private copies)
 	entries   map[meta.EntryKey]uint64 // changed entries; 0 means removed
 	blocks    map[uint64][]wire.Extent // new block lists of written files
-	seen      map[uint64][]wire.Extent // block lists handed out: repeatable until the end
+	seen      map[uint64]seenVersion   // block lists handed out: repeatable until the end
 	parents   map[uint64]uint64        // moved directories → new parent
 	touched   map[uint64]bool          // directories whose mtime the commit updates
 	used      map[uint64]bool          // inodes this transaction counts as a user of
@@ -33,6 +33,13 @@ type Txn struct {
 	locks     []lockKey
 	allocated map[uint32][]run // blocks allocated by this transaction
 	freed     []run            // blocks dropped from block lists
+}
+
+// seenVersion is the committed version of a file a transaction read: its
+// block list and the size that goes with it, handed out together.
+type seenVersion struct {
+	blocks []wire.Extent
+	size   int64
 }
 
 type lockKey struct {
@@ -49,10 +56,18 @@ type lockState struct {
 	shared map[*Txn]bool
 }
 
-func (n *Namenode) getTxn(c *conn, id uint64) (*Txn, error) {
+// getTxn returns the open transaction id of c. A transaction exists only
+// from a request that begins it (FlagBegin) until it commits, aborts or
+// times out; any other request naming an unknown id is refused, so a
+// transaction that was aborted behind its client's back can never go on as
+// a new one and commit only its later half.
+func (n *Namenode) getTxn(c *conn, id uint64, begin bool) (*Txn, error) {
 	k := txnKey{c, id}
 	tx := n.txns[k]
 	if tx == nil {
+		if !begin {
+			return nil, fail(wire.ErrCodeTxn, "transaction %d is not open (it ended, was aborted after being idle, or was never begun); nothing of it was or will be committed", id)
+		}
 		if c.ntxns >= n.cfg.MaxTxnsPerConn {
 			return nil, fail(wire.ErrCodeTxn, "too many open transactions on this connection (limit %d)", n.cfg.MaxTxnsPerConn)
 		}
@@ -241,26 +256,42 @@ func (n *Namenode) list(tx *Txn, ino uint64) map[string]uint64 {
 // blockList returns ino's block list as tx sees it. The committed list,
 // once handed to tx, stays the same until tx ends.
 func (n *Namenode) blockList(tx *Txn, ino uint64) []wire.Extent {
+	xs, _ := n.fileVersion(tx, ino)
+	return xs
+}
+
+// fileVersion returns ino's block list and the size of the same version,
+// as tx sees them: its own uncommitted version, or the committed one it
+// first read (repeatable until tx ends).
+func (n *Namenode) fileVersion(tx *Txn, ino uint64) ([]wire.Extent, int64) {
 	if tx != nil {
-		if xs, ok := tx.blocks[ino]; ok {
-			return xs
+		if a, own := tx.inodes[ino]; own {
+			if xs, ok := tx.blocks[ino]; ok {
+				return xs, a.Size
+			}
+			if v, ok := tx.seen[ino]; ok {
+				return v.blocks, a.Size
+			}
 		}
-		if xs, ok := tx.seen[ino]; ok {
-			return xs
+		if v, ok := tx.seen[ino]; ok {
+			return v.blocks, v.size
 		}
 	}
 	in := n.inodes[ino]
 	if in == nil {
-		return nil
+		return nil, 0
 	}
 	if tx != nil {
 		if tx.seen == nil {
-			tx.seen = map[uint64][]wire.Extent{}
+			tx.seen = map[uint64]seenVersion{}
 		}
-		tx.seen[ino] = in.blocks
+		tx.seen[ino] = seenVersion{blocks: in.blocks, size: in.attr.Size}
 		n.use(tx, ino)
+		if a, own := tx.inodes[ino]; own {
+			return in.blocks, a.Size
+		}
 	}
-	return in.blocks
+	return in.blocks, in.attr.Size
 }
 
 // endTxn ends tx: on abort its allocations return to the free maps.
@@ -306,7 +337,10 @@ func (n *Namenode) endTxn(tx *Txn, committed bool) {
 // deleteOrphans removes unlinked inodes whose last user ended.
 func (n *Namenode) deleteOrphans(inos []uint64) {
 	n.epoch++
-	pf := pendingFree{epoch: n.epoch}
+	// The commit that unlinked them is applied (in a batch ≤ appliedSeq);
+	// once it is durable the blocks are free for good: the deletion itself
+	// need not be, as a restart deletes inodes with no links.
+	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq}
 	for _, ino := range inos {
 		in := n.inodes[ino]
 		pf.runs = append(pf.runs, extentRuns(in.blocks)...)
@@ -319,7 +353,9 @@ func (n *Namenode) deleteOrphans(inos []uint64) {
 }
 
 // releaseFrees returns freed blocks to the allocator once no open
-// transaction began before they were freed.
+// transaction began before they were freed and the change that freed them
+// is durable (reused earlier, a power cut could bring back the freeing
+// commit's victim with another file's data in its blocks).
 func (n *Namenode) releaseFrees() {
 	if len(n.pendingFree) == 0 {
 		return
@@ -331,7 +367,7 @@ func (n *Namenode) releaseFrees() {
 		}
 	}
 	i := 0
-	for ; i < len(n.pendingFree) && n.pendingFree[i].epoch <= oldest; i++ {
+	for ; i < len(n.pendingFree) && n.pendingFree[i].epoch <= oldest && n.pendingFree[i].needSeq <= n.durableSeq; i++ {
 		for _, r := range n.pendingFree[i].runs {
 			if dn := n.nodes[r.node]; dn != nil {
 				dn.used.clear(r.start, r.count)

@@ -17,6 +17,10 @@ import (
 // ErrClosed is returned for calls on a closed or broken connection.
 var ErrClosed = errors.New("namenode connection closed")
 
+// ErrNotSent marks a call that failed before any of its request was
+// written: the namenode never saw it.
+var ErrNotSent = errors.New("request not sent")
+
 type result struct {
 	resp *wire.Response
 	err  error
@@ -115,8 +119,22 @@ func (c *Conn) fail(err error) {
 var chanPool = sync.Pool{New: func() any { return make(chan result, 1) }}
 
 // Call sends q and waits for its response. A response with an error code
-// is returned as is (err == nil); err reports transport failures.
+// is returned as is (err == nil); err reports transport failures, wrapping
+// ErrNotSent when the request never left.
 func (c *Conn) Call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	return c.call(ctx, q, true)
+}
+
+// Keepalive sends q like Call but does not count it in Requests: the
+// connection's background keepalive is not work a caller asked for.
+func (c *Conn) Keepalive(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	return c.call(ctx, q, false)
+}
+
+func (c *Conn) call(ctx context.Context, q *wire.Request, count bool) (*wire.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
 	id := c.next.Add(1)
 	ch := chanPool.Get().(chan result)
 	c.mu.Lock()
@@ -124,7 +142,7 @@ func (c *Conn) Call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		err := c.err
 		c.mu.Unlock()
 		chanPool.Put(ch)
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	c.calls[id] = ch
 	c.mu.Unlock()
@@ -136,7 +154,9 @@ func (c *Conn) Call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		c.wbuf = b
 	}
 	c.wmu.Unlock()
-	c.sent.Add(1)
+	if count {
+		c.sent.Add(1)
+	}
 	if err != nil {
 		c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
 	}

@@ -62,6 +62,11 @@ const (
 	FlagBlocks               // Lookup/Stat: also return the block list of the same committed version
 )
 
+// BlocksIncluded in Counters[0] of the answer to a Lookup or Stat with
+// FlagBlocks says the block list is included (a file the caller may not
+// read is opened without it).
+const BlocksIncluded = 1
+
 // FileType is the type of an inode.
 type FileType uint8
 
