@@ -26,6 +26,8 @@ type Options struct {
 	// In-process clusters always run at level none.
 	Security     string
 	DataSecurity string
+	// NamenodeArgs are extra flags for the namenode process.
+	NamenodeArgs []string
 }
 
 func (o *Options) defaults() {
@@ -74,7 +76,7 @@ func StartInProcess(t TB, o Options) *InProcess {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	nn, err := namenode.New(namenode.Config{Cluster: o.Cluster, Blocksize: uint32(o.Blocksize), Store: store, Logger: quiet})
+	nn, err := namenode.New(namenode.Config{Cluster: o.Cluster, Blocksize: uint32(o.Blocksize), Store: store, Logger: quiet, Relaxed: o.Relaxed})
 	if err != nil {
 		t.Fatalf("namenode: %v", err)
 	}

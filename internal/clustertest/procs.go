@@ -164,6 +164,7 @@ func (c *Procs) StartNamenode() {
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")
 	}
+	args = append(args, c.Opts.NamenodeArgs...)
 	c.start(c.NN, args...)
 	c.waitListening(c.NN)
 }
