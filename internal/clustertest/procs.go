@@ -232,6 +232,12 @@ func (c *Procs) Kill(p *Proc) {
 	<-p.done
 }
 
+// Stop freezes a process with SIGSTOP (it keeps its sockets; nothing it
+// receives is processed until it is killed).
+func (c *Procs) Stop(p *Proc) {
+	p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
 // Wait waits for a process to exit and returns its exit code.
 func (c *Procs) Wait(p *Proc) int {
 	<-p.done
@@ -275,11 +281,14 @@ func (c *Procs) IssueCredential(name string, role auth.Role, groups ...string) s
 // TicketKeyFile is the file holding the cluster's ticket key.
 func (c *Procs) TicketKeyFile() string { return filepath.Join(c.Dir, "secrets", "ticket.key") }
 
-// Client connects a client (cfg's Namenodes are filled in; security
-// defaults to the cluster's, with the superuser credential).
+// Client connects a client (cfg's Namenodes default to the namenode's
+// address; security defaults to the cluster's, with the superuser
+// credential).
 func (c *Procs) Client(cfg client.Config) *client.Client {
 	c.t.Helper()
-	cfg.Namenodes = []string{c.NN.Addr}
+	if len(cfg.Namenodes) == 0 {
+		cfg.Namenodes = []string{c.NN.Addr}
+	}
 	if cfg.Security == "" {
 		cfg.Security = c.Opts.Security
 	}
