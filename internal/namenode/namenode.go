@@ -99,12 +99,13 @@ type Namenode struct {
 
 	commitQ  chan *commitReq
 	kick     chan struct{}
-	// Store batches applied and known durable (guarded by mu; written
-	// only by the committer).
-	appliedSeq, durableSeq uint64
 	deferred []*meta.Change // namenode-internal changes for the committer
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// Store batches applied and known durable (guarded by mu; written
+	// only by the committer).
+	appliedSeq, durableSeq uint64
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
