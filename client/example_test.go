@@ -30,14 +30,19 @@ func (m *mainTB) TempDir() string {
 	return d
 }
 
-func TestMain(m *testing.M) {
+// withExampleCluster runs the tests with exampleCluster up and stops it
+// afterwards (TestMain, in leak_test.go, then checks for goroutine leaks).
+type withExampleCluster struct{ m *testing.M }
+
+func (w withExampleCluster) Run() int {
 	tb := &mainTB{}
 	exampleCluster = clustertest.StartInProcess(tb, clustertest.Options{})
-	code := m.Run()
-	for i := len(tb.cleanups) - 1; i >= 0; i-- {
-		tb.cleanups[i]()
-	}
-	os.Exit(code)
+	defer func() {
+		for i := len(tb.cleanups) - 1; i >= 0; i-- {
+			tb.cleanups[i]()
+		}
+	}()
+	return w.m.Run()
 }
 
 func connect() *client.Client {
