@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,30 +142,107 @@ func cmdPut(ctx context.Context, args []string) error {
 }
 
 func cmdGet(ctx context.Context, args []string) error {
-	f := newFlags("get", "/path LOCALFILE", "Copy a PlasmaFS file to a local file ('-' for stdout).", true)
+	f := newFlags("get", "/path LOCALFILE", "Copy a PlasmaFS file to a local file ('-' for stdout).\nThe file is written under a temporary name beside LOCALFILE and renamed when it is\ncomplete: a failed or interrupted get leaves no partial file (and an existing\nLOCALFILE as it was).", true)
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
-		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-			src, err := tx.Open(ctx, f.pos[0])
-			if err != nil {
-				return err
-			}
-			var out io.Writer = os.Stdout
-			if f.pos[1] != "-" {
-				lf, err := os.Create(f.pos[1])
-				if err != nil {
-					return err
-				}
-				defer lf.Close()
-				out = lf
-			}
+		// A read-only transaction: nothing to commit, so no retries.
+		tx, _ := c.Begin(ctx)
+		defer tx.Abort(ctx)
+		src, err := tx.Open(ctx, f.pos[0])
+		if err != nil {
+			return err
+		}
+		if f.pos[1] == "-" {
 			bar := newProgress(src.Size(), "get", quiet)
-			_, err = src.WriteTo(io.MultiWriter(out, bar))
+			_, err = src.WriteTo(io.MultiWriter(stdout, bar))
 			bar.finish()
 			return err
-		})
+		}
+		return getToFile(ctx, src, f.pos[1], quiet)
 	})
+}
+
+// getToFile copies src to the local file dst atomically: into a new
+// temporary file in dst's directory, synced, then renamed over dst. On an
+// error, or when ctx ends (Ctrl-C), the temporary file is removed and dst
+// is left as it was.
+func getToFile(ctx context.Context, src *client.File, dst string, quiet bool) error {
+	// Write through a symbolic link to where it points, as os.Create would.
+	target := dst
+	if fi, err := os.Lstat(dst); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := filepath.EvalSymlinks(dst); err == nil {
+			target = t
+		}
+	}
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", dst)
+	}
+	tmp, err := createTemp(target)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bar := newProgress(src.Size(), "get", quiet)
+	copied := make(chan error, 1)
+	go func() {
+		_, err := src.WriteTo(io.MultiWriter(tmp, bar))
+		if err == nil {
+			err = tmp.Sync()
+		}
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		// Interrupted: do not wait for a read that may be stuck on an
+		// unresponsive datanode; the deferred cleanup removes the
+		// temporary file (later writes to it fail: it is closed).
+		bar.finish()
+		return fmt.Errorf("%s: interrupted, nothing written: %w", dst, context.Cause(ctx))
+	}
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("%w (%s not written)", err, dst)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return err
+	}
+	done = true
+	// Make the rename itself durable.
+	if d, err := os.Open(filepath.Dir(target)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// createTemp creates a new, hidden file beside dst, with the permissions
+// os.Create would give dst (0666 less the umask).
+func createTemp(dst string) (*os.File, error) {
+	dir, base := filepath.Split(dst)
+	var err error
+	for i := 0; i < 100; i++ {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.plasma-get-%d", base, rand.Uint32()))
+		var tf *os.File
+		tf, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			return tf, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	return nil, err
 }
 
 // withPaths connects, expands the path arguments and runs fn in one

@@ -1,0 +1,206 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// TestGetLeavesNoPartialFile: a 'plasma get' that cannot read the whole
+// file (the only datanode holding its later blocks is frozen, then dead)
+// exits non-zero naming the file and block, and leaves neither a
+// destination nor a temporary file behind; an existing destination is
+// left as it was. Interrupted with Ctrl-C (SIGINT) while it waits for the
+// frozen datanode, it stops and removes what it wrote too.
+func TestGetLeavesNoPartialFile(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 2})
+	bs := int(c.Opts.Blocksize)
+	const nblocks = 300 // replication 1: runs of 128 blocks alternate between the datanodes
+	data := randomBytes(t, nblocks*bs)
+	if out, code := c.Run(data, "put", "-rep", "1", "-stdin", "/big"); code != 0 {
+		t.Fatal(out)
+	}
+	// The datanode holding the second run, which the first does not hold.
+	cl := c.Client(client.Config{})
+	ctx := context.Background()
+	tx, _ := cl.Begin(ctx)
+	fi, err := tx.Lookup(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, err := tx.Blocks(ctx, fi.Ino)
+	tx.Abort(ctx)
+	cl.Close()
+	if err != nil || len(xs) < 2 {
+		t.Fatalf("blocks: %v %v", xs, err)
+	}
+	first := xs[0].Replicas[0].Addr
+	var victim *clustertest.Proc
+	var lostAt uint64
+	for _, x := range xs[1:] {
+		if a := x.Replicas[0].Addr; a != first {
+			for _, p := range c.DNs {
+				if p.Addr == a {
+					victim, lostAt = p, x.Index
+				}
+			}
+			break
+		}
+	}
+	if victim == nil {
+		t.Fatalf("all blocks on one datanode: %+v", xs)
+	}
+	noSC := []string{"PLASMAFS_NO_SHORTCIRCUIT=1"}
+
+	// 1. Frozen datanode: the get writes the first run, then waits for
+	// block lostAt forever; Ctrl-C stops it and nothing is left.
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "big.copy")
+	syscall.Kill(datanodePid(t, victim), syscall.SIGSTOP)
+	cmd := exec.Command(c.Bin, "get", "/big", dst)
+	cmd.Env = append(c.Env(), noSC...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	want := int64(lostAt) * int64(bs)
+	deadline := time.Now().Add(60 * time.Second)
+	for written(dir) < want {
+		select {
+		case <-exited:
+			t.Fatalf("get exited (%v) before it was interrupted:\n%s", cmd.ProcessState, out.String())
+		case <-time.After(10 * time.Millisecond): // polling a condition
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("get wrote %d bytes in 60s, expected %d before the frozen datanode", written(dir), want)
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second): // a bound against hanging, not a timing assertion
+		cmd.Process.Kill()
+		<-exited
+		t.Errorf("get did not stop within 60s of SIGINT (blocked on the frozen datanode?)")
+	}
+	if cmd.ProcessState.ExitCode() == 0 {
+		t.Errorf("interrupted get exited 0:\n%s", out.String())
+	}
+	t.Logf("interrupted get: %s", strings.TrimSpace(out.String()))
+	assertEmpty(t, dir, "after an interrupted get")
+
+	// 2. Dead datanode: the get fails with an error naming the file and
+	// the block, and leaves nothing.
+	c.Kill(victim)
+	msg, code := c.RunEnv(noSC, nil, "get", "/big", dst)
+	if code == 0 {
+		t.Fatalf("get of a file with a lost block exited 0:\n%s", msg)
+	}
+	if !strings.Contains(msg, "/big") || !strings.Contains(msg, "block "+strconv.FormatUint(lostAt, 10)) {
+		t.Errorf("error does not name the file and the lost block %d: %q", lostAt, msg)
+	}
+	if strings.Count(strings.TrimSpace(msg), "\n") > 0 {
+		t.Errorf("error is not one line: %q", msg)
+	}
+	t.Logf("failed get: %s", strings.TrimSpace(msg))
+	assertEmpty(t, dir, "after a failed get")
+
+	// 3. An existing destination is not touched by a failed get.
+	old := []byte("the previous contents\n")
+	if err := os.WriteFile(dst, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, code := c.RunEnv(noSC, nil, "get", "/big", dst); code == 0 {
+		t.Fatalf("get exited 0:\n%s", msg)
+	}
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("failed get changed the existing destination: %v, %d bytes", err, len(got))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("failed get left files beside the destination: %v", names(ents))
+	}
+
+	// 4. A readable file still arrives whole, under its name only, and
+	// replaces the old contents.
+	small := data[:int(lostAt)*bs]
+	if out, code := c.Run(small, "put", "-rep", "1", "-stdin", "/small"); code != 0 {
+		t.Fatal(out)
+	}
+	c.MustRun("get", "/small", dst)
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, small) {
+		t.Errorf("get of a readable file: %v, %d bytes, want %d", err, len(got), len(small))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("get left extra files: %v", names(ents))
+	}
+}
+
+// written is the total size of the files in dir.
+func written(dir string) int64 {
+	var n int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+func names(ents []os.DirEntry) []string {
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func assertEmpty(t *testing.T, dir, when string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) > 0 {
+		t.Errorf("%s the destination directory holds %v; want nothing (no partial file, no temporary)", when, names(ents))
+	}
+}
+
+// datanodePid finds the process id of a running datanode by its volume
+// directory on its command line.
+func datanodePid(t *testing.T, p *clustertest.Proc) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 2 || args[1] != "datanode" {
+			continue
+		}
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-dir" && args[i+1] == p.Dir {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no process for datanode %s", p.Dir)
+	return 0
+}
