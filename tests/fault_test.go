@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,22 +20,26 @@ import (
 )
 
 // TestKillDatanodeDuringWrite kills one of three datanodes in the middle
-// of a replicated write. The commit either fails cleanly or succeeds, and
-// a file that committed reads back exactly.
+// of a write with replication 2. The write and its commit succeed (the
+// dead datanode's new replicas are dropped, every block keeps one on a
+// live datanode, later blocks go to the other two), the file reads back
+// exactly, and fsck reports the blocks that lost their replica as
+// under-replicated, and nothing else.
 func TestKillDatanodeDuringWrite(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 3})
 	cl := c.Client(client.Config{NoShortCircuit: true})
 	defer cl.Close()
 	ctx := context.Background()
 	bs := int(c.Opts.Blocksize)
-	data := randomBytes(t, 100*bs)
+	const half = 50
+	data := randomBytes(t, 2*half*bs)
 	tx, _ := cl.Begin(ctx)
 	f, err := tx.CreateFile(ctx, "/w", client.CreateOptions{Rep: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.FlushBlocks = 8
-	if _, err := f.Write(data[:50*bs]); err != nil {
+	if _, err := f.Write(data[:half*bs]); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Flush(ctx); err != nil {
@@ -44,33 +51,57 @@ func TestKillDatanodeDuringWrite(t *testing.T) {
 		t.Fatalf("blocks: %v %v", xs, err)
 	}
 	victim := xs[0].Replicas[0].Addr
+	lost := map[uint64]bool{} // file blocks with a replica on the victim
+	for _, x := range xs {
+		if len(x.Replicas) != 2 {
+			t.Fatalf("blocks %d-%d have %d replicas before the kill, want 2", x.Index, x.Index+uint64(x.Count)-1, len(x.Replicas))
+		}
+		for _, r := range x.Replicas {
+			if r.Addr == victim {
+				for k := 0; k < x.Count; k++ {
+					lost[x.Index+uint64(k)] = true
+				}
+			}
+		}
+	}
 	for _, p := range c.DNs {
 		if p.Addr == victim {
 			c.Kill(p)
 		}
 	}
-	_, werr := f.Write(data[50*bs:])
-	cerr := werr
-	if werr == nil {
-		cerr = tx.Commit(ctx)
-	} else {
+	if _, err := f.Write(data[half*bs:]); err != nil {
 		tx.Abort(ctx)
+		t.Fatalf("write after the kill of datanode %s: %v", victim, err)
 	}
-	if cerr != nil {
-		t.Logf("write failed cleanly: %v", cerr)
-		if !strings.Contains(cerr.Error(), "/w") && !strings.Contains(cerr.Error(), "datanode") {
-			t.Errorf("error does not name the file or the datanode: %v", cerr)
-		}
-		return
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("commit after the kill of datanode %s: %v", victim, err)
 	}
-	// Committed: the blocks written before the kill have one live replica
-	// left; everything reads back, and fsck tells of the lost replicas.
 	if got := readFile(t, cl, "/w"); !bytes.Equal(got, data) {
 		t.Fatal("committed file reads back wrong")
 	}
-	out, _ := c.Run(nil, "fsck")
-	if !strings.Contains(out, "of 2 replicas") {
-		t.Fatalf("fsck does not report the under-replicated blocks:\n%s", out)
+	// fsck: exactly the blocks that had a replica on the victim have one
+	// of two now; no other problem.
+	rep, err := cl.Fsck(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := regexp.MustCompile(`^/w: blocks (\d+)-(\d+) have 1 of 2 replicas$`)
+	reported := map[uint64]bool{}
+	for _, p := range rep.Problems {
+		m := under.FindStringSubmatch(p)
+		if m == nil {
+			t.Errorf("fsck problem other than under-replication: %s", p)
+			continue
+		}
+		lo, _ := strconv.ParseUint(m[1], 10, 64)
+		hi, _ := strconv.ParseUint(m[2], 10, 64)
+		for b := lo; b <= hi; b++ {
+			reported[b] = true
+		}
+	}
+	if len(lost) == 0 || !maps.Equal(reported, lost) {
+		t.Errorf("fsck reports %d under-replicated blocks, want the %d that were on the killed datanode:\n%s",
+			len(reported), len(lost), strings.Join(rep.Problems, "\n"))
 	}
 }
 
