@@ -21,15 +21,86 @@ type conn struct {
 	wmu   sync.Mutex
 	who   *auth.Identity // nil at security level none
 	ntxns int            // open transactions (guarded by Namenode.mu)
+
+	// Answers from other goroutines (the committer) are queued for the
+	// connection's writer, so a client that stops reading blocks nobody
+	// but itself.
+	qmu    sync.Mutex
+	queue  [][]byte
+	queued int
+	wake   chan struct{}
+	done   chan struct{}
 }
 
-func (c *conn) send(id uint64, r *wire.Response) error {
+// writeTimeout bounds one reply write; a client that does not read its
+// answers for this long is disconnected.
+const writeTimeout = 30 * time.Second
+
+// maxQueued bounds the answers queued for a client that does not read.
+const maxQueued = 16 << 20
+
+func newConn(nc net.Conn, who *auth.Identity) *conn {
+	c := &conn{nc: nc, who: who, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go c.writer()
+	return c
+}
+
+func frame(id uint64, r *wire.Response) []byte {
 	b := wire.AppendResponse(wire.BeginFrame(make([]byte, 0, 128)), r)
-	b = wire.FinishFrame(b, id)
+	return wire.FinishFrame(b, id)
+}
+
+// send writes an answer from the connection's own goroutine.
+func (c *conn) send(id uint64, r *wire.Response) error {
+	return c.write(frame(id, r))
+}
+
+func (c *conn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, err := c.nc.Write(b)
+	if err != nil {
+		c.nc.Close() // a timed-out TLS write leaves the stream unusable
+	}
 	return err
+}
+
+// sendAsync queues an answer for the writer; it never blocks.
+func (c *conn) sendAsync(id uint64, r *wire.Response) {
+	b := frame(id, r)
+	c.qmu.Lock()
+	if c.queued+len(b) > maxQueued {
+		c.qmu.Unlock()
+		c.nc.Close()
+		return
+	}
+	c.queue = append(c.queue, b)
+	c.queued += len(b)
+	c.qmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) writer() {
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.wake:
+		}
+		c.qmu.Lock()
+		q := c.queue
+		c.queue, c.queued = nil, 0
+		c.qmu.Unlock()
+		for _, b := range q {
+			if c.write(b) != nil {
+				break
+			}
+		}
+	}
 }
 
 // Serve accepts connections on ln until Close.
@@ -73,7 +144,7 @@ func (n *Namenode) handshake(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := &conn{nc: sc, who: who}
+	c := newConn(sc, who)
 	n.lnMu.Lock()
 	n.conns[c] = struct{}{}
 	n.lnMu.Unlock()
@@ -82,6 +153,7 @@ func (n *Namenode) handshake(nc net.Conn) {
 
 func (n *Namenode) serveConn(c *conn) {
 	defer func() {
+		close(c.done)
 		c.nc.Close()
 		n.lnMu.Lock()
 		delete(n.conns, c)
@@ -109,8 +181,13 @@ func (n *Namenode) serveConn(c *conn) {
 		}
 		q, err := wire.DecodeRequest(payload)
 		if err != nil {
-			n.log.Warn("bad request, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
-			return
+			// The frame was read whole, so the stream is intact: answer
+			// this request and keep the connection (and its transactions).
+			n.log.Debug("bad request", "remote", c.nc.RemoteAddr(), "err", err)
+			if c.send(id, &wire.Response{Code: wire.ErrCodeInvalid, Msg: "bad request: " + err.Error()}) != nil {
+				return
+			}
+			continue
 		}
 		n.requests.Add(1)
 		n.perOp[q.Op].Add(1)
@@ -153,10 +230,10 @@ func (n *Namenode) commit(c *conn, id, txID uint64) {
 	tx.committing = true
 	req := &commitReq{tx: tx, change: n.prepareCommit(tx), reply: func(err error) {
 		if err != nil {
-			c.send(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: "commit failed: " + err.Error()})
+			c.sendAsync(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: "commit failed: " + err.Error()})
 			return
 		}
-		c.send(id, &wire.Response{})
+		c.sendAsync(id, &wire.Response{})
 	}}
 	n.mu.Unlock()
 	n.commitQ <- req

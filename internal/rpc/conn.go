@@ -46,6 +46,8 @@ type Conn struct {
 	sent  atomic.Uint64
 
 	readTok chan struct{} // holds a token while nobody is reading
+	dlMu    sync.Mutex    // read deadline changes
+	peeking bool          // the reader waits for a frame (deadline may interrupt)
 	r       *bufio.Reader
 	rbuf    []byte
 }
@@ -77,6 +79,39 @@ func (c *Conn) Addr() string { return c.addr }
 
 // Requests returns how many calls this connection has sent.
 func (c *Conn) Requests() uint64 { return c.sent.Load() }
+
+// awaitFrame waits until a frame starts arriving, or ctx ends. Only this
+// wait is interruptible: once a frame has begun it is read whole, so a
+// caller's deadline or cancellation never cuts a frame in half and breaks
+// the connection its other callers share.
+func (c *Conn) awaitFrame(ctx context.Context) error {
+	for {
+		c.dlMu.Lock()
+		c.peeking = true
+		c.dlMu.Unlock()
+		stop := context.AfterFunc(ctx, func() {
+			c.dlMu.Lock()
+			if c.peeking {
+				c.nc.SetReadDeadline(time.Now())
+			}
+			c.dlMu.Unlock()
+		})
+		_, err := c.r.Peek(1)
+		stop()
+		c.dlMu.Lock()
+		c.peeking = false
+		c.nc.SetReadDeadline(time.Time{})
+		c.dlMu.Unlock()
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// A deadline meant for an earlier caller's wait: wait again.
+	}
+}
 
 // readOne reads one frame and delivers it; it returns the id read and, if
 // that id is self, the result instead of delivering it.
@@ -174,10 +209,16 @@ func (c *Conn) call(ctx context.Context, q *wire.Request, count bool) (*wire.Res
 				return r.resp, r.err
 			default:
 			}
-			if dl, ok := ctx.Deadline(); ok {
-				c.nc.SetReadDeadline(dl)
-			} else {
-				c.nc.SetReadDeadline(time.Time{})
+			if err := c.awaitFrame(ctx); err != nil {
+				c.readTok <- struct{}{}
+				if ctx.Err() != nil {
+					c.mu.Lock()
+					delete(c.calls, id)
+					c.mu.Unlock()
+					return nil, ctx.Err()
+				}
+				c.fail(fmt.Errorf("%w: %s: %v", ErrClosed, c.addr, err))
+				continue // our result comes from fail
 			}
 			got, r := c.readOne(id)
 			c.readTok <- struct{}{}
