@@ -123,7 +123,9 @@ func TestStalledReaderBlocksNobody(t *testing.T) {
 	// Meanwhile (and whatever the stalled client managed), others commit.
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Generous for 200 small commits, and shorter than the namenode's
+	// write timeout, which must not be what frees the committer.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := 0; i < 200; i++ {
 		err := cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
