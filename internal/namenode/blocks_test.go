@@ -52,7 +52,7 @@ func TestExtentRuns(t *testing.T) {
 	x := ext(0, 3, 1, 10, 0)
 	x.Replicas = append(x.Replicas, wire.Run{Node: 2, Start: 20})
 	got := extentRuns([]wire.Extent{x})
-	want := []run{{1, 10, 3}, {2, 20, 3}}
+	want := []run{{node: 1, start: 10, count: 3}, {node: 2, start: 20, count: 3}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%+v", got)
 	}

@@ -71,6 +71,9 @@ type inode struct {
 type run struct {
 	node         uint32
 	start, count uint64
+	// Allocations only: the file and the file block index of start the
+	// blocks were allocated for; they may be attached nowhere else.
+	ino, index uint64
 }
 
 type pendingFree struct {

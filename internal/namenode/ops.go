@@ -377,12 +377,11 @@ func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
 }
 
 func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	a, err := n.mutAttr(tx, q.Ino)
-	if err != nil {
-		if err == errNotFound {
-			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
-		}
-		return nil, err
+	// Permissions are checked on the current attributes before the lock is
+	// taken: a refused request must not leave the inode locked.
+	a := n.attr(tx, q.Ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
 	}
 	now := time.Now().UnixNano()
 	what := fmt.Sprintf("inode %d", q.Ino)
@@ -405,6 +404,19 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	if q.Flags&wire.FlagMtime != 0 && !owner && !may(who, a, permWrite) {
 		return nil, denied(who, "utime "+what)
 	}
+	if q.Flags&wire.FlagSize != 0 && a.Type != wire.TypeFile {
+		return nil, fail(wire.ErrCodeIsDir, "inode %d: only regular files have a settable size", q.Ino)
+	}
+	if q.Flags&wire.FlagSize != 0 && (q.Size < 0 || q.Size > maxFileSize(n.cfg.Blocksize)) {
+		return nil, fail(wire.ErrCodeInvalid, "inode %d: bad size %d", q.Ino, q.Size)
+	}
+	var err error
+	if a, err = n.mutAttr(tx, q.Ino); err != nil {
+		if err == errNotFound {
+			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
+		}
+		return nil, err
+	}
 	if q.Flags&wire.FlagMode != 0 {
 		a.Mode = q.Mode & 07777
 	}
@@ -422,12 +434,6 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 		a.Rep = rep
 	}
 	if q.Flags&wire.FlagSize != 0 {
-		if a.Type != wire.TypeFile {
-			return nil, fail(wire.ErrCodeIsDir, "inode %d: only regular files have a settable size", q.Ino)
-		}
-		if q.Size < 0 {
-			return nil, fail(wire.ErrCodeInvalid, "negative size %d", q.Size)
-		}
 		bs := int64(n.cfg.Blocksize)
 		if q.Size < a.Size {
 			n.dropBlocks(tx, q.Ino, uint64((q.Size+bs-1)/bs))
@@ -619,24 +625,33 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	if q.Count == 0 || q.Count > 1<<20 {
 		return nil, fail(wire.ErrCodeInvalid, "allocate: bad block count %d", q.Count)
 	}
-	if q.Index > 1<<40 {
+	if q.Index > maxBlockIndex {
 		return nil, fail(wire.ErrCodeInvalid, "allocate: block index %d too large", q.Index)
+	}
+	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
+		return nil, err
 	}
 	a, err := n.mutAttr(tx, q.Ino)
 	if err != nil {
 		return nil, err
-	}
-	if a.Type != wire.TypeFile {
-		return nil, fail(wire.ErrCodeIsDir, "inode %d is not a regular file", q.Ino)
-	}
-	if !may(who, a, permWrite) {
-		return nil, denied(who, fmt.Sprintf("write to inode %d", q.Ino))
 	}
 	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
 	if err != nil {
 		return nil, err
 	}
 	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
+}
+
+// allocatedAs reports whether tx allocated blocks start..start+count-1 of
+// node for file ino at file block index (so an allocated run can be
+// attached to one place only: never to a second file, never twice).
+func (tx *Txn) allocatedAs(node uint32, start, count, ino, index uint64) bool {
+	for _, r := range tx.allocated[node] {
+		if r.ino == ino && r.start <= start && start+count <= r.start+r.count && index-r.index == start-r.start && index >= r.index {
+			return true
+		}
+	}
+	return false
 }
 
 // ownsRun reports whether tx allocated blocks start..start+count-1 of node.
@@ -649,29 +664,59 @@ func (tx *Txn) ownsRun(node uint32, start, count uint64) bool {
 	return false
 }
 
-func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	a, err := n.mutAttr(tx, q.Ino)
-	if err != nil {
-		return nil, err
-	}
-	if !may(who, a, permWrite) {
-		return nil, denied(who, fmt.Sprintf("write to inode %d", q.Ino))
+// mayWriteFile checks, without locking, that ino is a regular file who may
+// write.
+func (n *Namenode) mayWriteFile(tx *Txn, who *auth.Identity, ino uint64) error {
+	a := n.attr(tx, ino)
+	if a == nil {
+		return fail(wire.ErrCodeNotFound, "inode %d: no such file", ino)
 	}
 	if a.Type != wire.TypeFile {
-		return nil, fail(wire.ErrCodeIsDir, "inode %d is not a regular file", q.Ino)
+		return fail(wire.ErrCodeIsDir, "inode %d is not a regular file", ino)
 	}
+	if !may(who, a, permWrite) {
+		return denied(who, fmt.Sprintf("write to inode %d", ino))
+	}
+	return nil
+}
+
+func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
+		return nil, err
+	}
+	a := n.attr(tx, q.Ino)
 	for i := range q.Extents {
 		q.Extents[i].Tickets = nil // never stored
 	}
+	if q.Flags&wire.FlagSize != 0 && (q.Size < 0 || q.Size > maxFileSize(n.cfg.Blocksize)) {
+		return nil, fail(wire.ErrCodeInvalid, "setblocks: inode %d: bad size %d", q.Ino, q.Size)
+	}
+	size := a.Size
+	if q.Flags&wire.FlagSize != 0 {
+		size = q.Size
+	}
+	bs := uint64(n.cfg.Blocksize)
 	for _, x := range q.Extents {
-		if x.Count == 0 || len(x.CRC) != int(x.Count) || len(x.Replicas) == 0 {
+		if x.Count == 0 || len(x.CRC) != int(x.Count) || len(x.Replicas) == 0 || len(x.Replicas) > wire.MaxReplica {
 			return nil, fail(wire.ErrCodeInvalid, "setblocks: extent at index %d lacks checksums or replicas", x.Index)
 		}
+		if x.Index > maxBlockIndex || (x.Index+uint64(x.Count)-1)*bs >= uint64(size) {
+			return nil, fail(wire.ErrCodeInvalid, "setblocks: inode %d: blocks %d-%d lie beyond the file size %d", q.Ino, x.Index, x.Index+uint64(x.Count)-1, size)
+		}
+		nodes := map[uint32]bool{}
 		for _, r := range x.Replicas {
-			if !tx.ownsRun(r.Node, r.Start, uint64(x.Count)) {
-				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d on datanode %d were not allocated by this transaction", r.Start, x.Count, r.Node)
+			if nodes[r.Node] {
+				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d have two replicas on datanode %d", x.Index, x.Count, r.Node)
+			}
+			nodes[r.Node] = true
+			if !tx.allocatedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index) {
+				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d on datanode %d were not allocated by this transaction for inode %d blocks %d-%d", r.Start, x.Count, r.Node, q.Ino, x.Index, x.Index+uint64(x.Count)-1)
 			}
 		}
+	}
+	a, err := n.mutAttr(tx, q.Ino)
+	if err != nil {
+		return nil, err
 	}
 	merged, freed := mergeBlocks(n.blockList(tx, q.Ino), q.Extents)
 	tx.freed = append(tx.freed, freed...)
@@ -686,6 +731,12 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	a.Mtime = time.Now().UnixNano()
 	return &wire.Response{}, nil
 }
+
+// maxBlockIndex bounds file block indices (and with them file sizes), so
+// index arithmetic never overflows.
+const maxBlockIndex = 1 << 36
+
+func maxFileSize(bs uint32) int64 { return int64(maxBlockIndex) * int64(bs) }
 
 func (n *Namenode) fsStat() *wire.Response {
 	var total, used, alive, files, dirs uint64

@@ -166,7 +166,7 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 		} else {
 			set = live[:rep]
 		}
-		xs, err := n.allocPiece(tx, set, live, index, piece, hints)
+		xs, err := n.allocPiece(tx, ino, set, live, index, piece, hints)
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +179,7 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 
 // allocPiece allocates count blocks on the nodes of set (one replica each),
 // replacing a full node by another live one.
-func (n *Namenode) allocPiece(tx *Txn, set, live []*dnode, index, count uint64, hints map[uint32]uint64) ([]wire.Extent, error) {
+func (n *Namenode) allocPiece(tx *Txn, ino uint64, set, live []*dnode, index, count uint64, hints map[uint32]uint64) ([]wire.Extent, error) {
 	set = append([]*dnode(nil), set...)
 	var out []wire.Extent
 	for count > 0 {
@@ -215,7 +215,7 @@ func (n *Namenode) allocPiece(tx *Txn, set, live []*dnode, index, count uint64, 
 			if tx.allocated == nil {
 				tx.allocated = map[uint32][]run{}
 			}
-			tx.allocated[dn.ID] = append(tx.allocated[dn.ID], run{node: dn.ID, start: starts[i], count: l})
+			tx.allocated[dn.ID] = append(tx.allocated[dn.ID], run{node: dn.ID, start: starts[i], count: l, ino: ino, index: index})
 			hints[dn.ID] = starts[i] + l
 		}
 		out = append(out, x)

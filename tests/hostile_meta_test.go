@@ -1,0 +1,128 @@
+package tests
+
+import (
+	"context"
+	"io/fs"
+	"testing"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/internal/rpc"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// rawAs opens a raw namenode connection with a credential file.
+func rawAs(t *testing.T, c *clustertest.Procs, credFile string) *rpc.Conn {
+	t.Helper()
+	cred, err := auth.LoadCredential(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := rpc.Dial(context.Background(), c.NN.Addr, auth.Privacy, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func must(t *testing.T, conn *rpc.Conn, q *wire.Request) *wire.Response {
+	t.Helper()
+	r, err := conn.Call(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != wire.OK {
+		t.Fatalf("%s: %s", q.Op, r.Msg)
+	}
+	return r
+}
+
+// TestAllocatedRunAttachedOnce: blocks allocated for one file at one index
+// can be attached there only; never to a second file (deleting one would
+// free blocks the other still reads) nor at another index.
+func TestAllocatedRunAttachedOnce(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	conn := rawAs(t, c, c.IssueCredential("mallory", auth.RoleUser))
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	ctx := context.Background()
+	if err := admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		_, err := tx.Mkdir(ctx, "/m", 0o777)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bs := c.Opts.Blocksize
+	a := must(t, conn, &wire.Request{Op: wire.OpCreate, Txn: 1, Flags: wire.FlagBegin, Path: "/m/a", Type: wire.TypeFile}).Attr.Ino
+	b := must(t, conn, &wire.Request{Op: wire.OpCreate, Txn: 1, Path: "/m/b", Type: wire.TypeFile}).Attr.Ino
+	al := must(t, conn, &wire.Request{Op: wire.OpAllocate, Txn: 1, Ino: a, Index: 0, Count: 1})
+	run := al.Extents[0].Replicas[0]
+	attach := func(ino, index uint64) *wire.Response {
+		r, err := conn.Call(ctx, &wire.Request{Op: wire.OpSetBlocks, Txn: 1, Ino: ino, Flags: wire.FlagSize, Size: 8 * bs,
+			Extents: []wire.Extent{{Index: index, Count: 1, CRC: []uint32{0}, Replicas: []wire.Run{run}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := attach(b, 0); r.Code != wire.ErrCodeInvalid {
+		t.Fatalf("run allocated for /m/a attached to /m/b: %+v, want refused", r)
+	}
+	if r := attach(a, 3); r.Code != wire.ErrCodeInvalid {
+		t.Fatalf("run allocated for block 0 attached as block 3: %+v, want refused", r)
+	}
+	if r := attach(a, 0); r.Code != wire.OK {
+		t.Fatalf("run attached where it was allocated: %+v", r)
+	}
+	r, err := conn.Call(ctx, &wire.Request{Op: wire.OpSetBlocks, Txn: 1, Ino: a, Flags: wire.FlagSize, Size: -5})
+	if err != nil || r.Code != wire.ErrCodeInvalid {
+		t.Fatalf("negative size: %v %+v, want refused", err, r)
+	}
+}
+
+// TestDeniedOpTakesNoLock: a refused change leaves nothing locked, so a
+// user cannot freeze inodes he may not change.
+func TestDeniedOpTakesNoLock(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	conn := rawAs(t, c, c.IssueCredential("mallory", auth.RoleUser))
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	ctx := context.Background()
+	writeFile(t, admin, "/owned", randomBytes(t, 100), 1)
+	fi, err := admin.Lookup(ctx, "/owned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []*wire.Request{
+		{Op: wire.OpSetAttr, Ino: 1, Flags: wire.FlagMode, Mode: 0o777},
+		{Op: wire.OpSetAttr, Ino: fi.Ino, Flags: wire.FlagSize, Size: 0},
+		{Op: wire.OpAllocate, Ino: fi.Ino, Index: 0, Count: 1},
+		{Op: wire.OpSetBlocks, Ino: fi.Ino},
+	} {
+		q.Txn = 1
+		if i == 0 {
+			q.Flags |= wire.FlagBegin
+		}
+		r, err := conn.Call(ctx, q)
+		if err != nil || r.Code != wire.ErrCodePerm {
+			t.Fatalf("%s by another user: %v %+v, want permission denied", q.Op, err, r)
+		}
+	}
+	// Mallory's transaction stays open; the owner is not blocked.
+	err = admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		if _, err := tx.Mkdir(ctx, "/newtop", 0); err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o600)
+		if _, err := tx.SetAttr(ctx, 1, client.SetAttr{Mtime: ptr(fi.Mtime)}); err != nil {
+			return err
+		}
+		_, err := tx.SetAttr(ctx, fi.Ino, client.SetAttr{Mode: &mode})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("owner's changes while a refused transaction is open: %v", err)
+	}
+}
