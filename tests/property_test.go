@@ -185,69 +185,69 @@ func (o *propOp) String() string {
 	return fmt.Sprintf("%s(%s)", o.kind, o.a)
 }
 
-// apply changes s as the operation does in the filesystem and returns its
-// predicted error, the keys the outcome depends on, and those it changes
+// apply changes s as the operation does in the filesystem and returns the
+// keys the outcome depends on, those it changes, and its predicted error
 // (keys: "p:" a name's binding, "l:" a directory's listing, "i:" a file's
 // content).
-func (s *propState) apply(o *propOp) (error, []string, []string) {
+func (s *propState) apply(o *propOp) (reads, writes []string, err error) {
 	a, b := o.a, o.b
 	pa, pb := path.Dir(a), path.Dir(b)
 	ino := func(p string) string { return "i:" + strconv.FormatUint(s.ents[p].id, 10) }
-	reads := []string{"p:" + a, "p:" + pa}
+	reads = []string{"p:" + a, "p:" + pa}
 	switch o.kind {
 	case "create":
 		if !s.parentOK(a) {
-			return client.ErrNotFound, reads, nil
+			return reads, nil, client.ErrNotFound
 		}
 		if _, ok := s.ents[a]; ok {
-			return client.ErrExists, reads, nil
+			return reads, nil, client.ErrExists
 		}
 		s.ents[a] = propEntry{id: o.id}
 		s.data[o.id] = nil
-		return nil, reads, []string{"p:" + a, "l:" + pa}
+		return reads, []string{"p:" + a, "l:" + pa}, nil
 	case "mkdir":
 		if _, ok := s.ents[a]; ok {
-			return client.ErrExists, reads, nil
+			return reads, nil, client.ErrExists
 		}
 		s.ents[a] = propEntry{dir: true}
-		return nil, reads, []string{"p:" + a, "l:" + pa}
+		return reads, []string{"p:" + a, "l:" + pa}, nil
 	case "rmdir":
 		reads = append(reads, "l:"+a)
 		e, ok := s.ents[a]
 		switch {
 		case !ok:
-			return client.ErrNotFound, reads, nil
+			return reads, nil, client.ErrNotFound
 		case !e.dir:
-			return client.ErrNotDir, reads, nil
+			return reads, nil, client.ErrNotDir
 		case len(s.children(a)) > 0:
-			return client.ErrNotEmpty, reads, nil
+			return reads, nil, client.ErrNotEmpty
 		}
 		delete(s.ents, a)
-		return nil, reads, []string{"p:" + a, "l:" + pa}
+		return reads, []string{"p:" + a, "l:" + pa}, nil
 	case "unlink":
 		e, ok := s.ents[a]
 		switch {
 		case !s.parentOK(a) || !ok:
-			return client.ErrNotFound, reads, nil
+			return reads, nil, client.ErrNotFound
 		case e.dir:
-			return client.ErrIsDir, reads, nil
+			return reads, nil, client.ErrIsDir
 		}
 		delete(s.ents, a)
-		return nil, reads, []string{"p:" + a, "l:" + pa}
+		return reads, []string{"p:" + a, "l:" + pa}, nil
 	case "write", "truncate", "read":
 		e, ok := s.ents[a]
 		switch {
 		case !s.parentOK(a) || !ok:
-			return client.ErrNotFound, reads, nil
+			return reads, nil, client.ErrNotFound
 		case e.dir:
-			return client.ErrIsDir, reads, nil
+			return reads, nil, client.ErrIsDir
 		}
 		reads = append(reads, ino(a))
 		old := s.data[e.id]
 		var nd []byte
 		switch o.kind {
 		case "read":
-			return nil, reads, nil
+			return reads, nil, nil
 		case "write":
 			end := max(int64(len(old)), o.off+int64(len(o.data)))
 			nd = make([]byte, end)
@@ -258,33 +258,33 @@ func (s *propState) apply(o *propOp) (error, []string, []string) {
 			copy(nd, old)
 		}
 		s.data[e.id] = nd
-		return nil, reads, []string{ino(a)}
+		return reads, []string{ino(a)}, nil
 	case "link":
 		reads = append(reads, "p:"+b, "p:"+pb)
 		e, ok := s.ents[a]
 		switch {
 		case !s.parentOK(a) || !ok || !s.parentOK(b):
-			return client.ErrNotFound, reads, nil
+			return reads, nil, client.ErrNotFound
 		case e.dir:
-			return client.ErrPermission, reads, nil
+			return reads, nil, client.ErrPermission
 		}
 		if _, ok := s.ents[b]; ok {
-			return client.ErrExists, reads, nil
+			return reads, nil, client.ErrExists
 		}
 		s.ents[b] = e
-		return nil, reads, []string{"p:" + b, "l:" + pb}
+		return reads, []string{"p:" + b, "l:" + pb}, nil
 	case "rename":
 		reads = append(reads, "p:"+b, "p:"+pb)
 		src, ok := s.ents[a]
 		if !s.parentOK(a) || !s.parentOK(b) || !ok {
-			return client.ErrNotFound, reads, nil
+			return reads, nil, client.ErrNotFound
 		}
 		if a == b {
-			return nil, reads, nil
+			return reads, nil, nil
 		}
 		if src.dir {
 			if strings.HasPrefix(b, a+"/") {
-				return client.ErrInvalid, reads, nil // into itself
+				return reads, nil, client.ErrInvalid // into itself
 			}
 			for _, n := range propNames {
 				reads = append(reads, "p:"+a+"/"+n, "p:"+b+"/"+n)
@@ -294,14 +294,14 @@ func (s *propState) apply(o *propOp) (error, []string, []string) {
 		if dst, ok := s.ents[b]; ok {
 			switch {
 			case dst.dir && !src.dir:
-				return client.ErrIsDir, reads, nil
+				return reads, nil, client.ErrIsDir
 			case !dst.dir && src.dir:
-				return client.ErrNotDir, reads, nil
+				return reads, nil, client.ErrNotDir
 			case dst.dir && len(s.children(b)) > 0:
-				return client.ErrNotEmpty, reads, nil
+				return reads, nil, client.ErrNotEmpty
 			}
 		}
-		writes := []string{"p:" + a, "p:" + b, "l:" + pa, "l:" + pb}
+		writes = []string{"p:" + a, "p:" + b, "l:" + pa, "l:" + pb}
 		delete(s.ents, a)
 		s.ents[b] = src
 		if src.dir {
@@ -316,7 +316,7 @@ func (s *propState) apply(o *propOp) (error, []string, []string) {
 				writes = append(writes, "p:"+a+"/"+n, "p:"+b+"/"+n)
 			}
 		}
-		return nil, reads, writes
+		return reads, writes, nil
 	}
 	panic("unknown operation " + o.kind)
 }
@@ -492,7 +492,7 @@ func (w *propWorker) txn(ctx context.Context, i int) {
 	for k := 0; k < n; k++ {
 		o := w.newOp(local)
 		before := local.clone()
-		pred, rk, _ := local.apply(o)
+		rk, _, pred := local.apply(o)
 		o.expected = pred
 		for _, key := range rk {
 			reads[key] = true
@@ -546,7 +546,7 @@ func (w *propWorker) txn(ctx context.Context, i int) {
 	// Committed: apply it to the model in commit order.
 	w.m.seq++
 	for _, o := range ops {
-		pred, _, writes := w.m.state.apply(o)
+		_, writes, pred := w.m.state.apply(o)
 		if !sameOutcome(o.expected, pred) {
 			w.t.Errorf("model replay of %v differs: %v vs %v", o, pred, o.expected)
 		}
