@@ -23,11 +23,42 @@ const (
 	TypeSymlink = wire.TypeSymlink
 )
 
+// UnixMode turns Unix mode bits (07777) into an fs.FileMode: the
+// permissions plus fs.ModeSetuid, fs.ModeSetgid and fs.ModeSticky.
+func UnixMode(bits uint32) fs.FileMode {
+	m := fs.FileMode(bits & 0o777)
+	if bits&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if bits&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if bits&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// UnixBits is the inverse of UnixMode.
+func UnixBits(m fs.FileMode) uint32 {
+	b := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	return b
+}
+
 // FileInfo holds an inode's attributes.
 type FileInfo struct {
 	Ino       uint64
 	Type      FileType
-	Mode      fs.FileMode // permission bits only
+	Mode      fs.FileMode // permission bits, setuid, setgid and sticky
 	User      string
 	Group     string
 	Size      int64
@@ -47,7 +78,7 @@ func infoOf(a *wire.Attr) FileInfo {
 	if a == nil {
 		return FileInfo{}
 	}
-	return FileInfo{Ino: a.Ino, Type: a.Type, Mode: fs.FileMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
+	return FileInfo{Ino: a.Ino, Type: a.Type, Mode: UnixMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
 		Nlink: a.Nlink, Mtime: time.Unix(0, a.Mtime), Ctime: time.Unix(0, a.Ctime), Rep: int(a.Rep),
 		Blocksize: int(a.Blocksize), Seq: a.Seq, Target: a.Target}
 }
@@ -232,19 +263,19 @@ func (tx *Txn) Create(ctx context.Context, path string, opt CreateOptions) (File
 	if opt.Rep < 0 || opt.Rep > wire.MaxReplica {
 		return FileInfo{}, fmt.Errorf("%s: %w: replication %d (1..%d)", path, ErrInvalid, opt.Rep, wire.MaxReplica)
 	}
-	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeFile, Mode: uint32(opt.Mode.Perm()),
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeFile, Mode: UnixBits(opt.Mode),
 		Rep: uint8(opt.Rep), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
 }
 
 // Mkdir creates a directory (mode 0 means 0755).
 func (tx *Txn) Mkdir(ctx context.Context, path string, mode fs.FileMode) (FileInfo, error) {
-	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeDir, Mode: uint32(mode.Perm()), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeDir, Mode: UnixBits(mode), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
 }
 
 // MkdirAll creates a directory and any missing parents; an existing
 // directory is not an error.
 func (tx *Txn) MkdirAll(ctx context.Context, path string, mode fs.FileMode) (FileInfo, error) {
-	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeDir, Flags: wire.FlagParents, Mode: uint32(mode.Perm()), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeDir, Flags: wire.FlagParents, Mode: UnixBits(mode), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
 }
 
 // Symlink creates a symbolic link at path pointing to target.
@@ -280,7 +311,7 @@ func (tx *Txn) SetAttr(ctx context.Context, ino uint64, s SetAttr) (FileInfo, er
 	q := &wire.Request{Op: wire.OpSetAttr, Ino: ino}
 	if s.Mode != nil {
 		q.Flags |= wire.FlagMode
-		q.Mode = uint32(s.Mode.Perm())
+		q.Mode = UnixBits(*s.Mode)
 	}
 	if s.User != nil {
 		q.Flags |= wire.FlagOwner

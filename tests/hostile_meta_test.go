@@ -2,7 +2,9 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
@@ -124,5 +126,102 @@ func TestDeniedOpTakesNoLock(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("owner's changes while a refused transaction is open: %v", err)
+	}
+}
+
+// TestInodeAccessFollowsPaths: reaching a file by inode number is allowed
+// only where some path to it is searchable, so a user refused
+// /alice/private/f cannot stat, open, list or change it by number.
+func TestInodeAccessFollowsPaths(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	aliceCred := c.IssueCredential("alice", auth.RoleUser)
+	c.MustRun("mkdir", "/alice")
+	c.MustRun("chown", "alice:alice", "/alice")
+	env := []string{"PLASMAFS_CREDENTIAL=" + aliceCred}
+	for _, args := range [][]string{{"mkdir", "/alice/private"}, {"chmod", "700", "/alice/private"}} {
+		if out, code := c.RunEnv(env, nil, args...); code != 0 {
+			t.Fatal(out)
+		}
+	}
+	if out, code := c.RunEnv(env, []byte("alice's secret"), "put", "-stdin", "/alice/private/f"); code != 0 {
+		t.Fatal(out)
+	}
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	ctx := context.Background()
+	f, err := admin.Lookup(ctx, "/alice/private/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := admin.Lookup(ctx, "/alice/private")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := c.Client(client.Config{CredentialFile: c.IssueCredential("bob", auth.RoleUser)})
+	defer bob.Close()
+	tx, _ := bob.Begin(ctx)
+	defer tx.Abort(ctx)
+	if _, err := tx.Stat(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
+		t.Errorf("stat by inode: %v, want permission denied", err)
+	}
+	if _, err := tx.OpenInode(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
+		t.Errorf("open by inode: %v, want permission denied", err)
+	}
+	if _, err := tx.Blocks(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
+		t.Errorf("block list by inode: %v, want permission denied", err)
+	}
+	if _, err := tx.Stat(ctx, dir.Ino); err != nil {
+		t.Errorf("stat of /alice/private itself (its parent is searchable): %v", err)
+	}
+	conn := rawAs(t, c, c.IssueCredential("bob2", auth.RoleUser))
+	r, err := conn.Call(ctx, &wire.Request{Op: wire.OpReadDir, Txn: 9, Flags: wire.FlagBegin, Ino: dir.Ino})
+	if err != nil || r.Code != wire.ErrCodePerm {
+		t.Errorf("readdir by inode: %v %+v, want permission denied", err, r)
+	}
+	// Alice reaches her own file by number.
+	al := c.Client(client.Config{CredentialFile: aliceCred})
+	defer al.Close()
+	atx, _ := al.Begin(ctx)
+	defer atx.Abort(ctx)
+	af, err := atx.OpenInode(ctx, f.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, af.Size())
+	if _, err := af.ReadAt(got, 0); err != nil || string(got) != "alice's secret" {
+		t.Fatalf("owner by inode: %q %v", got, err)
+	}
+}
+
+// TestStickyDirectory: in a 1777 directory nobody removes or renames
+// another user's files.
+func TestStickyDirectory(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	c.MustRun("mkdir", "/shared")
+	c.MustRun("chmod", "1777", "/shared")
+	alice := []string{"PLASMAFS_CREDENTIAL=" + c.IssueCredential("alice", auth.RoleUser)}
+	bob := []string{"PLASMAFS_CREDENTIAL=" + c.IssueCredential("bob", auth.RoleUser)}
+	for _, f := range []struct {
+		env  []string
+		path string
+	}{{alice, "/shared/a"}, {bob, "/shared/b"}} {
+		if out, code := c.RunEnv(f.env, []byte("x"), "put", "-stdin", f.path); code != 0 {
+			t.Fatal(out)
+		}
+	}
+	for _, args := range [][]string{
+		{"rm", "/shared/a"},
+		{"mv", "/shared/a", "/shared/mine"},
+		{"mv", "/shared/b", "/shared/a"},
+	} {
+		if out, code := c.RunEnv(bob, nil, args...); code == 0 || !strings.Contains(out, "permission denied") {
+			t.Errorf("bob %v in a sticky directory: exit %d %q, want permission denied", args, code, out)
+		}
+	}
+	if out, code := c.RunEnv(bob, nil, "mv", "/shared/b", "/shared/b2"); code != 0 {
+		t.Errorf("bob renames his own file: %s", out)
+	}
+	if out, code := c.RunEnv(alice, nil, "rm", "/shared/a"); code != 0 {
+		t.Errorf("alice removes her own file: %s", out)
 	}
 }

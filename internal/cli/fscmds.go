@@ -424,6 +424,20 @@ func modeString(m fs.FileMode) string {
 			b[i] = rwx[i]
 		}
 	}
+	// setuid, setgid and sticky replace the execute bits as ls shows them
+	special := func(i int, on bool, c byte) {
+		if !on {
+			return
+		}
+		if b[i] == 'x' {
+			b[i] = c
+		} else {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	special(2, m&fs.ModeSetuid != 0, 's')
+	special(5, m&fs.ModeSetgid != 0, 's')
+	special(8, m&fs.ModeSticky != 0, 't')
 	return string(b)
 }
 
@@ -440,9 +454,9 @@ func cmdMkdir(ctx context.Context, args []string) error {
 			for _, p := range f.pos {
 				var err error
 				if *parents {
-					_, err = tx.MkdirAll(ctx, p, fs.FileMode(m))
+					_, err = tx.MkdirAll(ctx, p, client.UnixMode(uint32(m)))
 				} else {
-					_, err = tx.Mkdir(ctx, p, fs.FileMode(m))
+					_, err = tx.Mkdir(ctx, p, client.UnixMode(uint32(m)))
 				}
 				if err != nil {
 					return err
@@ -574,7 +588,7 @@ func cmdChmod(ctx context.Context, args []string) error {
 		if err != nil || m > 0o7777 {
 			return usagef("bad mode %q (octal, e.g. 644)", f.pos[0])
 		}
-		mode := fs.FileMode(m)
+		mode := client.UnixMode(uint32(m))
 		return forEachInode(ctx, c, f.pos[1:], client.SetAttr{Mode: &mode})
 	})
 }
@@ -630,7 +644,7 @@ func cmdStat(ctx context.Context, args []string) error {
 					return err
 				}
 				fmt.Fprintf(stdout, "  path: %s\n inode: %d\n  type: %s\n  mode: %04o (%c%s)\n owner: %s\n group: %s\n  size: %d\n links: %d\n mtime: %s\n ctime: %s\n",
-					p, fi.Ino, fi.Type, uint32(fi.Mode), typeChar(fi.Type), modeString(fi.Mode), fi.User, fi.Group, fi.Size, fi.Nlink,
+					p, fi.Ino, fi.Type, client.UnixBits(fi.Mode), typeChar(fi.Type), modeString(fi.Mode), fi.User, fi.Group, fi.Size, fi.Nlink,
 					fi.Mtime.Format(time.RFC3339Nano), fi.Ctime.Format(time.RFC3339Nano))
 				if fi.Type == client.TypeFile {
 					fmt.Fprintf(stdout, "   rep: %d\n   seq: %d\n", fi.Rep, fi.Seq)

@@ -72,15 +72,21 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	}
 	for _, k := range c.DelEntries {
 		if p := n.inodes[k.Parent]; p != nil {
+			if old := n.inodes[p.entries[k.Name]]; old != nil {
+				old.linkFrom(k.Parent, -1)
+			}
 			delete(p.entries, k.Name)
 		}
 	}
 	for _, e := range c.PutEntries {
 		if p := n.inodes[e.Parent]; p != nil {
+			if old := n.inodes[p.entries[e.Name]]; old != nil {
+				old.linkFrom(e.Parent, -1)
+			}
 			p.entries[e.Name] = e.Ino
 		}
-		if in := n.inodes[e.Ino]; in != nil && in.attr.Type == wire.TypeDir {
-			in.parent = e.Parent
+		if in := n.inodes[e.Ino]; in != nil {
+			in.linkFrom(e.Parent, 1)
 		}
 	}
 	for ino, xs := range c.Blocks {

@@ -64,6 +64,7 @@ type inode struct {
 	blocks  []wire.Extent     // files: committed block list
 	entries map[string]uint64 // directories: committed entries
 	parent  uint64            // directories: containing directory
+	links   map[uint64]uint32 // other inodes: directories naming it → number of names
 	users   int               // open transactions that touched this inode
 	orphan  bool              // unlinked while in use; delete when users drops to 0
 }
@@ -199,8 +200,8 @@ func New(cfg Config) (*Namenode, error) {
 			continue
 		}
 		p.entries[e.Name] = e.Ino
-		if c := n.inodes[e.Ino]; c != nil && c.attr.Type == wire.TypeDir {
-			c.parent = e.Parent
+		if c := n.inodes[e.Ino]; c != nil {
+			c.linkFrom(e.Parent, 1)
 		}
 	}
 	n.inodes[rootIno].parent = rootIno
@@ -242,6 +243,25 @@ func New(cfg Config) (*Namenode, error) {
 }
 
 const rootIno = 1
+
+// linkFrom records d more (or fewer) names of the inode in directory
+// parent: a directory's parent, the directories holding a file's names.
+func (in *inode) linkFrom(parent uint64, d int) {
+	if in.attr.Type == wire.TypeDir {
+		if d > 0 {
+			in.parent = parent
+		}
+		return
+	}
+	if in.links == nil {
+		in.links = map[uint64]uint32{}
+	}
+	if v := int(in.links[parent]) + d; v > 0 {
+		in.links[parent] = uint32(v)
+	} else {
+		delete(in.links, parent)
+	}
+}
 
 // inoChunk inode numbers are reserved durably at a time, so numbers are
 // never reused across restarts without a store write per create.

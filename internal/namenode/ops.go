@@ -41,6 +41,12 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 			return nil, fail(wire.ErrCodeTxn, "transaction %d is committing", q.Txn)
 		}
 	}
+	switch q.Op {
+	case wire.OpStat, wire.OpBlocks, wire.OpReadDir, wire.OpSetAttr, wire.OpAllocate, wire.OpSetBlocks:
+		if q.Ino != 0 && !n.reachable(tx, who, q.Ino) {
+			return nil, denied(who, fmt.Sprintf("inode %d (no searchable path to it)", q.Ino))
+		}
+	}
 	needTxn := func() error {
 		if tx == nil {
 			return fail(wire.ErrCodeTxn, "%s needs a transaction", q.Op)
@@ -461,6 +467,9 @@ func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error
 	if err := n.needDir(tx, who, parent, p); err != nil {
 		return err
 	}
+	if n.stickyDenies(tx, who, parent, n.entry(tx, parent, name)) {
+		return denied(who, p+" (sticky directory)")
+	}
 	if err := n.lockEntry(tx, parent, name); err != nil {
 		return err
 	}
@@ -472,6 +481,7 @@ func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error
 	if a == nil {
 		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
 	}
+
 	if a.Type == wire.TypeDir {
 		if !dir {
 			return fail(wire.ErrCodeIsDir, "%s: is a directory", p)
@@ -549,6 +559,13 @@ func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string) error {
 	if err := n.needDir(tx, who, dp, to); err != nil {
 		return err
 	}
+	// Checked before any lock is taken (a refused request locks nothing).
+	if n.stickyDenies(tx, who, sp, n.entry(tx, sp, sname)) {
+		return denied(who, from+" (sticky directory)")
+	}
+	if dst := n.entry(tx, dp, dname); dst != 0 && dst != n.entry(tx, sp, sname) && n.stickyDenies(tx, who, dp, dst) {
+		return denied(who, to+" (sticky directory)")
+	}
 	if err := n.lockEntry(tx, sp, sname); err != nil {
 		return err
 	}
@@ -562,6 +579,7 @@ func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string) error {
 	if src == 0 {
 		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", from)
 	}
+
 	sa := n.attr(tx, src)
 	if sp == dp && sname == dname {
 		return nil

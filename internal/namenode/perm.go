@@ -36,6 +36,64 @@ func denied(who *auth.Identity, what string) error {
 	return fail(wire.ErrCodePerm, "%s: permission denied for user %s", what, who.User)
 }
 
+// reachable reports whether who could reach inode ino by some path: it
+// has search permission on every directory from the root down to a
+// directory that names ino. Inode-addressed requests are checked with it,
+// so an inode number (they are sequential) opens nothing its paths do not.
+// Inodes tx already holds (created, changed or read through a checked
+// request) stay reachable for tx.
+func (n *Namenode) reachable(tx *Txn, who *auth.Identity, ino uint64) bool {
+	if who == nil || who.Super() || ino == rootIno {
+		return true
+	}
+	if tx != nil && (tx.inodes[ino] != nil || tx.used[ino]) {
+		return true
+	}
+	in := n.inodes[ino]
+	if in == nil {
+		return true // not found is reported by the operation
+	}
+	if in.attr.Type == wire.TypeDir {
+		return n.searchable(tx, who, n.parentOf(tx, ino))
+	}
+	for p := range in.links {
+		if n.searchable(tx, who, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// searchable reports whether who may search dir and every directory above
+// it.
+func (n *Namenode) searchable(tx *Txn, who *auth.Identity, dir uint64) bool {
+	for depth := 0; depth < 4096; depth++ {
+		a := n.attr(tx, dir)
+		if a == nil || !may(who, a, permSearch) {
+			return false
+		}
+		if dir == rootIno {
+			return true
+		}
+		dir = n.parentOf(tx, dir)
+	}
+	return false
+}
+
+// stickyDenies reports whether the sticky bit of directory parent keeps who
+// from removing or renaming the entry for child: only the owners of the
+// directory or of the entry, and the superuser, may.
+func (n *Namenode) stickyDenies(tx *Txn, who *auth.Identity, parent, child uint64) bool {
+	if who == nil || who.Super() {
+		return false
+	}
+	pa, ca := n.attr(tx, parent), n.attr(tx, child)
+	if pa == nil || ca == nil || pa.Mode&0o1000 == 0 {
+		return false
+	}
+	return pa.User != who.User && ca.User != who.User
+}
+
 // needDir checks write and search permission on the directory parent.
 func (n *Namenode) needDir(tx *Txn, who *auth.Identity, parent uint64, what string) error {
 	if a := n.attr(tx, parent); a != nil && !may(who, a, permWrite|permSearch) {
