@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,4 +204,57 @@ func datanodePid(t *testing.T, p *clustertest.Proc) int {
 	}
 	t.Fatalf("no process for datanode %s", p.Dir)
 	return 0
+}
+
+// TestReadStopsWhenContextCancelled is the library half of an interrupted
+// get: a File uses the context it was opened with for its io methods, so
+// once that context is cancelled a read must return (with the context's
+// error) even when the datanode it reads from has stopped answering on a
+// connection the client already holds. It must not wait for the frozen
+// datanode forever (a stuck goroutine that Client.Close does not free
+// either).
+func TestReadStopsWhenContextCancelled(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 2})
+	bs := int64(c.Opts.Blocksize)
+	data := randomBytes(t, 300*int(bs)) // replication 1: blocks 128-255 on the other datanode
+	if out, code := c.Run(data, "put", "-rep", "1", "-stdin", "/big"); code != 0 {
+		t.Fatal(out)
+	}
+	cl := c.Client(client.Config{NoShortCircuit: true})
+	defer cl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tx, _ := cl.Begin(ctx)
+	f, err := tx.Open(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, err := tx.Blocks(ctx, f.Ino())
+	if err != nil || len(xs) < 2 || xs[1].Index != 128 || xs[1].Replicas[0].Addr == xs[0].Replicas[0].Addr {
+		t.Fatalf("blocks: %+v %v", xs, err)
+	}
+	// Read a block from each datanode, so the client holds a connection
+	// to each; then freeze the second.
+	buf := make([]byte, bs)
+	for _, off := range []int64{0, 128 * bs} {
+		if _, err := f.ReadAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range c.DNs {
+		if p.Addr == xs[1].Replicas[0].Addr {
+			syscall.Kill(datanodePid(t, p), syscall.SIGSTOP)
+		}
+	}
+	cancel()
+	done := make(chan error, 1)
+	go func() { _, err := f.ReadAt(buf, 129*bs); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("read with a cancelled context from a frozen datanode: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second): // a bound against hanging, not a timing assertion
+		t.Errorf("read from a frozen datanode still blocked 30s after its context was cancelled")
+	}
 }
