@@ -56,7 +56,7 @@ func TestRandomOperationsProperty(t *testing.T) {
 	}
 	bs := int(c.Opts.Blocksize)
 	m := &propModel{state: newPropState(), vers: map[string]uint64{}}
-	const workers, txns = 6, 1000
+	const workers, txns = 6, 2000
 	var wg sync.WaitGroup
 	var stats [workers]propStats
 	for w := 0; w < workers; w++ {
@@ -637,4 +637,42 @@ func checkAgainstModel(t *testing.T, cl *client.Client, s *propState) {
 		f.Close()
 	}
 	t.Logf("model: %d names of %d files", files, len(inos))
+}
+
+// TestExtendNewFileThenReopen is a case the property test found, made
+// deterministic: a file created and extended (truncate to a larger size,
+// no data written) in one transaction, then opened again in it, must show
+// its new size and read as zeros. It must not look empty until commit.
+func TestExtendNewFileThenReopen(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	const size = 12844
+	tx, _ := cl.Begin(ctx)
+	defer tx.Abort(ctx)
+	f, err := tx.CreateFile(ctx, "/extended", client.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := tx.Lookup(ctx, "/extended"); err != nil || fi.Size != size {
+		t.Errorf("lookup in the creating transaction: size %d, %v; want %d", fi.Size, err, size)
+	}
+	g, err := tx.Open(ctx, "/extended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Size() != size {
+		t.Errorf("reopened in the creating transaction: size %d, want %d", g.Size(), size)
+	}
+	got, err := io.ReadAll(g)
+	if err != nil || !bytes.Equal(got, make([]byte, size)) {
+		t.Errorf("reopened in the creating transaction: read %d bytes, %v; want %d zeros", len(got), err, size)
+	}
 }
