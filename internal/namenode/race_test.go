@@ -50,7 +50,7 @@ func TestNamespaceOpsConcurrently(t *testing.T) {
 	ctx := context.Background()
 	setup := c.Client(t)
 	if err := setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-		for _, d := range []string{"/race/a", "/race/b", "/race/o"} {
+		for _, d := range []string{"/race/a", "/race/b", "/race/o", "/race/d"} {
 			if _, err := tx.MkdirAll(ctx, d, 0); err != nil {
 				return err
 			}
@@ -59,6 +59,7 @@ func TestNamespaceOpsConcurrently(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	const hammerers = 4
 	var wg sync.WaitGroup
 	var hs []*hammer
@@ -68,7 +69,7 @@ func TestNamespaceOpsConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 300 && !t.Failed(); i++ {
+			for i := 0; i < 200 && !t.Failed(); i++ {
 				h.txn(ctx)
 			}
 		}()
@@ -91,6 +92,7 @@ func TestNamespaceOpsConcurrently(t *testing.T) {
 		dropReplicas(ctx, t, dropClient, checker, mrand.New(mrand.NewPCG(seed, 200)))
 	}()
 	wg.Wait()
+	t.Logf("operations done after %v", time.Since(began).Round(time.Millisecond))
 	total := map[string]int{}
 	var commits, aborts, conflicts int
 	for _, h := range hs {
@@ -116,7 +118,8 @@ func TestNamespaceOpsConcurrently(t *testing.T) {
 	// the files (nothing leaked by aborts, drops, truncation or orphans).
 	// Frees wait for older transactions and durability, so poll; each
 	// round is a transaction of its own, which lets them go.
-	deadline := time.Now().Add(30 * time.Second)
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
 	for {
 		st, err := setup.FsStat(ctx)
 		if err != nil {
@@ -129,6 +132,7 @@ func TestNamespaceOpsConcurrently(t *testing.T) {
 		// The one transaction open is the walk's own (ended by now, but
 		// maybe not yet seen): allow it.
 		if st.UsedBlocks == referenced && st.OpenTxns == 0 {
+			t.Logf("%d blocks used, all referenced (after %v)", referenced, time.Since(start).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
@@ -166,12 +170,13 @@ func (h *hammer) name() string {
 	return fmt.Sprintf("/race/%c/n%d", "ab"[h.r.IntN(2)], h.r.IntN(6))
 }
 
-var globs = []string{"/race/*/n?", "/race/a/*", "/race/[ab]/n[0-3]", "/race/*/*", "/race/?/drop*", "/r*/b/n*"}
+var globs = []string{"/race/*/n?", "/race/a/*", "/race/[ab]/n[0-3]", "/race/*/*", "/race/?/drop*", "/r*/b/n*", "/race/d/*/*", "/race/*/[xy]/n1"}
 
 // op runs one random operation in tx.
 func (h *hammer) op(ctx context.Context, tx *client.Txn) (string, error) {
 	r := h.r
-	switch k := r.IntN(100); {
+	k := r.IntN(100)
+	switch {
 	case k < 15:
 		p := h.name()
 		f, err := tx.CreateFile(ctx, p, client.CreateOptions{Rep: 1 + r.IntN(2)})
@@ -240,7 +245,7 @@ func (h *hammer) op(ctx context.Context, tx *client.Txn) (string, error) {
 		}
 		_, err = tx.SetAttr(ctx, fi.Ino, s)
 		return "setattr " + p, err
-	case k < 92:
+	case k < 90:
 		g := globs[r.IntN(len(globs))]
 		m, err := tx.Glob(ctx, g)
 		if err != nil {
@@ -255,6 +260,26 @@ func (h *hammer) op(ctx context.Context, tx *client.Txn) (string, error) {
 			}
 		}
 		return "glob " + g, nil
+	}
+	if k < 96 {
+		// Directories moving, appearing and going (with files in them).
+		d := func() string { return fmt.Sprintf("/race/d/%c", "xyz"[r.IntN(3)]) }
+		switch a, b := d(), d(); r.IntN(4) {
+		case 0:
+			return "rename " + a + " " + b, tx.Rename(ctx, a, b)
+		case 1:
+			_, err := tx.Mkdir(ctx, a, 0)
+			return "mkdir " + a, err
+		case 2:
+			return "rmdir " + a, tx.Rmdir(ctx, a)
+		default:
+			p := fmt.Sprintf("%s/n%d", a, r.IntN(2))
+			if r.IntN(2) == 0 {
+				return "unlink " + p, tx.Unlink(ctx, p)
+			}
+			_, err := tx.Create(ctx, p, client.CreateOptions{})
+			return "create " + p, err
+		}
 	}
 	d := fmt.Sprintf("/race/%c", "ab"[r.IntN(2)])
 	ents, err := tx.ReadDir(ctx, d)
