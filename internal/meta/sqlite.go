@@ -273,20 +273,10 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 		}
 		return *st, nil
 	}
-	// Many commits of a batch touch the same inode (a directory's mtime
-	// for every file created in it): write only its last state.
-	last := map[uint64]int{}
-	for i, c := range changes {
-		for _, a := range c.PutInodes {
-			last[a.Ino] = i
-		}
-		for _, ino := range c.DelInodes {
-			last[ino] = i
-		}
-	}
+	last := lastPuts(changes)
 	for ci, c := range changes {
 		for ai, a := range c.PutInodes {
-			if last[a.Ino] > ci || laterInChange(c.PutInodes[ai+1:], a.Ino) {
+			if last[a.Ino] != (slot{ci, ai}) {
 				continue
 			}
 			st, err := prep(&putInode, sqlPutInode)
@@ -395,13 +385,44 @@ func (s *SQLite) Close() error {
 	return s.db.Close()
 }
 
-func laterInChange(rest []Inode, ino uint64) bool {
-	for _, a := range rest {
-		if a.Ino == ino {
-			return true
+// slot names one PutInodes element: change c, position i (-1: the inode's
+// last mention in change c is a deletion).
+type slot struct{ c, i int }
+
+// testHookProbe, if set (by tests), is called once per map operation of
+// lastPuts, so a test can count its work.
+var testHookProbe func()
+
+// lastPuts finds, in one pass, the one write of each inode that apply
+// performs. Many commits of a batch touch the same inode (a directory's
+// mtime for every file created in it), and one change may name an inode
+// twice: only its last state is written. An inode deleted by a later change
+// is not written at all; one written and deleted by the same change is
+// written, then deleted (apply writes a change's inodes before its
+// deletions).
+func lastPuts(changes []*Change) map[uint64]slot {
+	n := 0
+	for _, c := range changes {
+		n += len(c.PutInodes)
+	}
+	last := make(map[uint64]slot, n)
+	for ci, c := range changes {
+		for ai, a := range c.PutInodes {
+			if testHookProbe != nil {
+				testHookProbe()
+			}
+			last[a.Ino] = slot{ci, ai}
+		}
+		for _, ino := range c.DelInodes {
+			if testHookProbe != nil {
+				testHookProbe()
+			}
+			if s, ok := last[ino]; ok && s.c != ci {
+				last[ino] = slot{ci, -1}
+			}
 		}
 	}
-	return false
+	return last
 }
 
 // Sync implements Syncer: a checkpoint fsyncs the WAL (and then the
