@@ -22,6 +22,27 @@ type dataConn struct {
 	nc   net.Conn
 	r    *bufio.Reader
 	w    *bufio.Writer
+	stop func() bool // ends the watch of the current caller's context
+}
+
+// watch makes the caller's cancellation or deadline interrupt the
+// connection's reads and writes (a datanode that stopped answering must
+// not hold the caller); put ends it.
+func (dc *dataConn) watch(ctx context.Context) {
+	if dl, ok := ctx.Deadline(); ok {
+		dc.nc.SetDeadline(dl)
+	} else {
+		dc.nc.SetDeadline(time.Time{})
+	}
+	dc.stop = context.AfterFunc(ctx, func() { dc.nc.SetDeadline(time.Now()) })
+}
+
+// ctxErr prefers the caller's context error to the I/O error it caused.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return err
 }
 
 // dataPool keeps idle data connections per datanode address.
@@ -47,7 +68,7 @@ func (p *dataPool) get(ctx context.Context, addr string) (*dataConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("datanode %s: %w", addr, err)
 	}
-	nc, err := auth.Client(raw, p.c.dataLevel, p.c.cred)
+	nc, err := auth.Client(raw, p.c.dataLevel, p.c.cred, auth.RoleDatanode)
 	if err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("datanode %s: %w", addr, err)
@@ -56,6 +77,11 @@ func (p *dataPool) get(ctx context.Context, addr string) (*dataConn, error) {
 }
 
 func (p *dataPool) put(dc *dataConn) {
+	if dc.stop != nil && !dc.stop() {
+		dc.nc.Close() // interrupted: its deadline is spent
+		return
+	}
+	dc.stop = nil
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle[dc.addr]) < 16 {
@@ -82,11 +108,7 @@ func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		dc.nc.SetDeadline(dl)
-	} else {
-		dc.nc.SetDeadline(time.Time{})
-	}
+	dc.watch(ctx)
 	err = wire.WriteDataReq(dc.w, q)
 	if err == nil {
 		err = dc.w.Flush()
@@ -97,7 +119,7 @@ func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) 
 	}
 	if err != nil {
 		dc.nc.Close()
-		return nil, nil, fmt.Errorf("datanode %s: %w", addr, err)
+		return nil, nil, ctxErr(ctx, fmt.Errorf("datanode %s: %w", addr, err))
 	}
 	return dc, resp, nil
 }
@@ -119,7 +141,7 @@ func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, tic
 	}
 	if _, err := io.ReadFull(dc.r, buf[:resp.Length]); err != nil {
 		dc.nc.Close()
-		return fmt.Errorf("datanode %s: %w", addr, err)
+		return ctxErr(ctx, fmt.Errorf("datanode %s: %w", addr, err))
 	}
 	p.put(dc)
 	if got := checksum(buf[:resp.Length], len(buf)); got != want {
@@ -166,7 +188,7 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 	if err != nil {
 		return &writeError{addrs[:1], err}
 	}
-	dc.nc.SetDeadline(time.Time{})
+	dc.watch(ctx)
 	errc := make(chan error, 1)
 	go func() {
 		var err error
@@ -201,7 +223,7 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 		if err != nil {
 			dc.nc.Close()
 			<-errc
-			return &writeError{addrs[:1], fmt.Errorf("datanode %s: %w", addrs[0], err)}
+			return &writeError{addrs[:1], ctxErr(ctx, fmt.Errorf("datanode %s: %w", addrs[0], err))}
 		}
 		if resp.Status != wire.OK && firstErr == nil {
 			firstErr = &writeError{blameFor(addrs, resp.Msg), fmt.Errorf("datanode %s: block %d: %s", addrs[0], starts[0]+uint64(i), resp.Msg)}

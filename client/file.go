@@ -233,6 +233,9 @@ func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error 
 		if err == nil {
 			return nil
 		}
+		if cerr := f.ctx.Err(); cerr != nil {
+			return fmt.Errorf("%s: block %d: %w", f.path, idx, cerr)
+		}
 		errs = append(errs, err.Error())
 	}
 	return fmt.Errorf("%s: block %d unreadable on every replica: %s", f.path, idx, strings.Join(errs, "; "))
@@ -260,8 +263,8 @@ func (f *File) readBlock(idx uint64, buf []byte, unlock bool) error {
 		if unlock {
 			f.mu.Lock()
 		}
-		if err == nil {
-			return nil
+		if err == nil || f.ctx.Err() != nil {
+			return err
 		}
 	}
 	return err

@@ -88,6 +88,7 @@ type DirEntry struct {
 	Name string
 	Ino  uint64
 	Type FileType
+	Info FileInfo // ReadDirPlus only
 }
 
 // Txn is a transaction. Its operations must be called one at a time (a Txn
@@ -283,17 +284,38 @@ func (tx *Txn) Symlink(ctx context.Context, target, path string) (FileInfo, erro
 	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Path2: target, Type: wire.TypeSymlink, User: tx.c.cfg.User, Group: tx.c.cfg.Group})
 }
 
-// ReadDir lists a directory, sorted by name.
+// ReadDir lists a directory, sorted by name. Large directories are
+// fetched in pages.
 func (tx *Txn) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
-	r, err := tx.call(ctx, &wire.Request{Op: wire.OpReadDir, Path: path})
-	if err != nil {
-		return nil, err
+	return tx.readDir(ctx, path, 0)
+}
+
+// ReadDirPlus lists a directory like ReadDir with every entry's
+// attributes in Info, at one round trip per page.
+func (tx *Txn) ReadDirPlus(ctx context.Context, path string) ([]DirEntry, error) {
+	return tx.readDir(ctx, path, wire.FlagPlus)
+}
+
+func (tx *Txn) readDir(ctx context.Context, path string, flags uint32) ([]DirEntry, error) {
+	var out []DirEntry
+	after := ""
+	for {
+		r, err := tx.call(ctx, &wire.Request{Op: wire.OpReadDir, Path: path, Path2: after, Flags: flags})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range r.Entries {
+			d := DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}
+			if e.Attr != nil {
+				d.Info = infoOf(e.Attr)
+			}
+			out = append(out, d)
+		}
+		if len(r.Counters) == 0 || r.Counters[0] == 0 || len(r.Entries) == 0 {
+			return out, nil
+		}
+		after = r.Entries[len(r.Entries)-1].Name
 	}
-	out := make([]DirEntry, len(r.Entries))
-	for i, e := range r.Entries {
-		out[i] = DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}
-	}
-	return out, nil
 }
 
 // SetAttr lists attribute changes; nil fields are left alone.
@@ -373,11 +395,19 @@ func (tx *Txn) Rmdir(ctx context.Context, path string) error {
 // Glob returns the paths matching pattern (path.Match syntax per
 // component), expanded by the namenode.
 func (tx *Txn) Glob(ctx context.Context, pattern string) ([]string, error) {
-	r, err := tx.call(ctx, &wire.Request{Op: wire.OpGlob, Path: pattern})
-	if err != nil {
-		return nil, err
+	var out []string
+	after := ""
+	for {
+		r, err := tx.call(ctx, &wire.Request{Op: wire.OpGlob, Path: pattern, Path2: after})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Paths...)
+		if len(r.Counters) == 0 || r.Counters[0] == 0 || len(r.Paths) == 0 {
+			return out, nil
+		}
+		after = r.Paths[len(r.Paths)-1]
 	}
-	return r.Paths, nil
 }
 
 // Replica is where one replica of a run of blocks lives.

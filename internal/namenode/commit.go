@@ -76,12 +76,15 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 				old.linkFrom(k.Parent, -1)
 			}
 			delete(p.entries, k.Name)
+			p.sorted = nil
 		}
 	}
 	for _, e := range c.PutEntries {
 		if p := n.inodes[e.Parent]; p != nil {
 			if old := n.inodes[p.entries[e.Name]]; old != nil {
 				old.linkFrom(e.Parent, -1)
+			} else {
+				p.sorted = nil
 			}
 			p.entries[e.Name] = e.Ino
 		}

@@ -63,6 +63,7 @@ type inode struct {
 	attr    wire.Attr
 	blocks  []wire.Extent     // files: committed block list
 	entries map[string]uint64 // directories: committed entries
+	sorted  []string          // directories: names of entries in order, rebuilt after changes (nil)
 	parent  uint64            // directories: containing directory
 	links   map[uint64]uint32 // other inodes: directories naming it → number of names
 	users   int               // open transactions that touched this inode

@@ -83,7 +83,18 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &wire.Response{Paths: paths}, nil
+		// Paged like readdir: the matches after Path2.
+		i := sort.SearchStrings(paths, q.Path2)
+		if i < len(paths) && paths[i] == q.Path2 {
+			i++
+		}
+		var out []string
+		size := 0
+		for ; i < len(paths) && len(out) < pageLimit(q.Count) && size < maxPageBytes; i++ {
+			out = append(out, paths[i])
+			size += len(paths[i]) + 2
+		}
+		return &wire.Response{Paths: out, Counters: []uint64{moreFlag(i < len(paths))}}, nil
 	case wire.OpFsStat:
 		return n.fsStat(), nil
 	case wire.OpStats:
@@ -95,7 +106,7 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	case wire.OpNodes:
 		return &wire.Response{Nodes: n.nodeList()}, nil
 	case wire.OpRegister:
-		if who != nil && who.Role != auth.RoleDaemon {
+		if who != nil && who.Role != auth.RoleDatanode {
 			return nil, fail(wire.ErrCodePerm, "register: only datanodes may register (%s is a %s)", who.User, who.Role)
 		}
 		if q.Node == nil {
@@ -103,7 +114,7 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		}
 		return n.register(c, q.Node)
 	case wire.OpHeartbeat:
-		if who != nil && who.Role != auth.RoleDaemon {
+		if who != nil && who.Role != auth.RoleDatanode {
 			return nil, fail(wire.ErrCodePerm, "heartbeat: only datanodes send heartbeats")
 		}
 		if q.Node == nil {
@@ -193,35 +204,138 @@ func (n *Namenode) openResponse(tx *Txn, who *auth.Identity, ino uint64, what st
 	return n.ticketed(tx, &wire.Response{Attr: out, Extents: xs, Nodes: n.nodeList(), Counters: []uint64{wire.BlocksIncluded}}), nil
 }
 
+// Readdir and glob answers are pages: at most maxPage entries of at most
+// maxPageBytes in all, so no answer nears the frame limit however large
+// the directory.
+const (
+	maxPage      = 4096
+	maxPageBytes = 1 << 20
+)
+
+func pageLimit(count uint64) int {
+	if count == 0 || count > maxPage {
+		return maxPage
+	}
+	return int(count)
+}
+
+func moreFlag(more bool) uint64 {
+	if more {
+		return 1
+	}
+	return 0
+}
+
+// readDir answers one page of a directory listing: the entries after the
+// name Path2 in name order, with their attributes when FlagPlus asks (an
+// "ls -l" then costs one round trip per page, not one per entry).
 func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	ino := q.Ino
+	what := q.Path
 	if ino == 0 {
 		var err error
 		if ino, err = n.resolve(tx, who, q.Path, true); err != nil {
 			return nil, err
 		}
+	} else {
+		what = fmt.Sprintf("inode %d", ino)
 	}
 	a := n.attr(tx, ino)
 	if a == nil {
-		return nil, fail(wire.ErrCodeNotFound, "%s: no such directory", q.Path)
+		return nil, fail(wire.ErrCodeNotFound, "%s: no such directory", what)
 	}
 	if a.Type != wire.TypeDir {
-		return nil, fail(wire.ErrCodeNotDir, "%s: not a directory", q.Path)
+		return nil, fail(wire.ErrCodeNotDir, "%s: not a directory", what)
 	}
-	if !may(who, a, permRead) {
-		return nil, denied(who, q.Path)
+	want := uint32(permRead)
+	plus := q.Flags&wire.FlagPlus != 0
+	if plus {
+		want |= permSearch // attributes of the entries: as a stat of each
 	}
-	m := n.list(tx, ino)
-	out := make([]wire.DirEntry, 0, len(m))
-	for name, c := range m {
+	if !may(who, a, want) {
+		return nil, denied(who, what)
+	}
+	names, more := n.listPage(tx, ino, q.Path2, pageLimit(q.Count))
+	out := make([]wire.DirEntry, 0, len(names))
+	size := 0
+	for i, name := range names {
+		if size >= maxPageBytes {
+			names, more = names[:i], true
+			break
+		}
+		c := n.entry(tx, ino, name)
 		e := wire.DirEntry{Name: name, Ino: c}
 		if ca := n.attr(tx, c); ca != nil {
 			e.Type = ca.Type
+			if plus {
+				e.Attr = cp(ca)
+				e.Attr.Blocksize = n.cfg.Blocksize
+			}
 		}
+		if plus && e.Attr == nil {
+			e.Attr = &wire.Attr{Ino: c}
+		}
+		size += len(name) + 100
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return &wire.Response{Entries: out, Attr: cp(a)}, nil
+	return &wire.Response{Entries: out, Attr: cp(a), Counters: []uint64{moreFlag(more)}}, nil
+}
+
+// listPage returns up to limit names of directory dir after the name
+// after, in order, as tx sees them, and whether more follow. The committed
+// names come from a sorted index kept per directory.
+func (n *Namenode) listPage(tx *Txn, dir uint64, after string, limit int) ([]string, bool) {
+	var committed []string
+	if in := n.inodes[dir]; in != nil && in.entries != nil {
+		if in.sorted == nil || len(in.sorted) != len(in.entries) {
+			in.sorted = make([]string, 0, len(in.entries))
+			for name := range in.entries {
+				in.sorted = append(in.sorted, name)
+			}
+			sort.Strings(in.sorted)
+		}
+		committed = in.sorted
+	}
+	i := sort.SearchStrings(committed, after)
+	if i < len(committed) && committed[i] == after {
+		i++
+	}
+	var adds []string
+	gone := map[string]bool{}
+	if tx != nil {
+		for k, v := range tx.entries {
+			if k.Parent != dir || k.Name <= after {
+				continue
+			}
+			if v == 0 {
+				gone[k.Name] = true
+			} else {
+				adds = append(adds, k.Name)
+			}
+		}
+		sort.Strings(adds)
+	}
+	var out []string
+	j := 0
+	for len(out) < limit && (i < len(committed) || j < len(adds)) {
+		var name string
+		switch {
+		case j >= len(adds) || i < len(committed) && committed[i] < adds[j]:
+			name = committed[i]
+			i++
+		case i >= len(committed) || adds[j] < committed[i]:
+			name = adds[j]
+			j++
+		default: // equal: replaced in tx
+			name = adds[j]
+			i++
+			j++
+		}
+		if !gone[name] {
+			out = append(out, name)
+		}
+	}
+	return out, i < len(committed) || j < len(adds)
 }
 
 func (n *Namenode) checkRep(rep uint8) (uint8, error) {

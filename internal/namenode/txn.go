@@ -260,6 +260,15 @@ func (n *Namenode) blockList(tx *Txn, ino uint64) []wire.Extent {
 	return xs
 }
 
+// ownAttr returns tx's private attributes of ino, if it changed or
+// created it (tx may be nil).
+func (tx *Txn) ownAttr(ino uint64) *wire.Attr {
+	if tx == nil {
+		return nil
+	}
+	return tx.inodes[ino]
+}
+
 // fileVersion returns ino's block list and the size of the same version,
 // as tx sees them: its own uncommitted version, or the committed one it
 // first read (repeatable until tx ends).
@@ -279,6 +288,9 @@ func (n *Namenode) fileVersion(tx *Txn, ino uint64) ([]wire.Extent, int64) {
 	}
 	in := n.inodes[ino]
 	if in == nil {
+		if a := tx.ownAttr(ino); a != nil {
+			return nil, a.Size // created by tx, no blocks yet
+		}
 		return nil, 0
 	}
 	if tx != nil {

@@ -314,6 +314,7 @@ const (
 	pCounters
 	pProblems
 	pFiles
+	pEntryAttrs // every entry's attributes follow the entries
 )
 
 // AppendResponse appends the encoding of r to b.
@@ -346,6 +347,9 @@ func AppendResponse(b []byte, r *Response) []byte {
 	if len(r.Files) > 0 {
 		m |= pFiles
 	}
+	if len(r.Entries) > 0 && r.Entries[0].Attr != nil {
+		m |= pEntryAttrs
+	}
 	e := Enc{B: b}
 	e.U8(uint8(r.Code))
 	e.Uv(m)
@@ -361,6 +365,15 @@ func AppendResponse(b []byte, r *Response) []byte {
 			e.Str(x.Name)
 			e.Uv(x.Ino)
 			e.U8(uint8(x.Type))
+		}
+		if m&pEntryAttrs != 0 {
+			for _, x := range r.Entries {
+				a := x.Attr
+				if a == nil {
+					a = &Attr{}
+				}
+				encAttr(&e, a)
+			}
 		}
 	}
 	if m&pExtents != 0 {
@@ -432,6 +445,11 @@ func DecodeResponse(b []byte) (*Response, error) {
 			x.Ino = d.Uv()
 			x.Type = FileType(d.U8())
 			r.Entries = append(r.Entries, x)
+		}
+		if m&pEntryAttrs != 0 {
+			for i := 0; i < len(r.Entries) && d.Err == nil; i++ {
+				r.Entries[i].Attr = decAttr(&d)
+			}
 		}
 	}
 	if m&pExtents != 0 {

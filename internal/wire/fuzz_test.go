@@ -49,7 +49,8 @@ func FuzzDecodeRequest(f *testing.F) {
 }
 
 func FuzzDecodeResponse(f *testing.F) {
-	f.Add(AppendResponse(nil, &Response{Code: OK, Attr: &Attr{Ino: 3, Type: TypeFile}, Entries: []DirEntry{{"a", 1, TypeDir}}}))
+	f.Add(AppendResponse(nil, &Response{Code: OK, Attr: &Attr{Ino: 3, Type: TypeFile}, Entries: []DirEntry{{Name: "a", Ino: 1, Type: TypeDir}}}))
+	f.Add(AppendResponse(nil, &Response{Code: OK, Entries: []DirEntry{{Name: "a", Ino: 1, Type: TypeDir, Attr: &Attr{Ino: 1, Type: TypeDir}}}, Counters: []uint64{1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeResponse(b)
 		if err != nil {

@@ -10,7 +10,7 @@ const (
 	OpLookup          // resolve Path to an inode (Flags&FlagNoFollow: do not follow a final symlink)
 	OpStat            // attributes of inode Ino
 	OpCreate          // create Path of type Type (file, dir, symlink with target Path2)
-	OpReadDir         // entries of directory Ino (or Path when Ino is 0)
+	OpReadDir         // entries of directory Ino (or Path when Ino is 0) after name Path2, at most Count; Counters[0]=1: more follow
 	OpSetAttr         // change the attributes named by Flags on Ino
 	OpRename          // move Path to Path2
 	OpLink            // hard link: new name Path2 for existing Path
@@ -18,7 +18,7 @@ const (
 	OpBlocks          // the whole block list of Ino, plus the datanodes it names
 	OpAllocate        // allocate blocks Index..Index+Count-1 of Ino for writing
 	OpSetBlocks       // attach written blocks (Extents with checksums) to Ino; Size is the new size
-	OpGlob            // expand the pattern Path to matching paths
+	OpGlob            // expand the pattern Path to matching paths after Path2, at most Count; Counters[0]=1: more follow
 	OpFsStat          // filesystem totals
 	OpStats           // namenode counters
 	OpRegister        // a datanode announces itself (Node)
@@ -60,6 +60,7 @@ const (
 	FlagExcl                 // Create: fail if the name exists (default for files: open existing)
 	FlagBegin                // the request begins transaction Txn (an unknown Txn without it is refused)
 	FlagBlocks               // Lookup/Stat: also return the block list of the same committed version
+	FlagPlus                 // ReadDir: also return every entry's attributes
 )
 
 // BlocksIncluded in Counters[0] of the answer to a Lookup or Stat with
@@ -110,6 +111,7 @@ type DirEntry struct {
 	Name string
 	Ino  uint64
 	Type FileType
+	Attr *Attr // ReadDir with FlagPlus only
 }
 
 // Run locates Count consecutive blocks (the extent's count) on one datanode.
