@@ -258,9 +258,9 @@ func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	names, more := n.listPage(tx, ino, q.Path2, pageLimit(q.Count))
 	out := make([]wire.DirEntry, 0, len(names))
 	size := 0
-	for i, name := range names {
+	for _, name := range names {
 		if size >= maxPageBytes {
-			names, more = names[:i], true
+			more = true
 			break
 		}
 		c := n.entry(tx, ino, name)
