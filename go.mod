@@ -3,6 +3,7 @@ module github.com/plasmafs/plasma
 go 1.26.8
 
 require (
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
