@@ -225,3 +225,63 @@ func TestStickyDirectory(t *testing.T) {
 		t.Errorf("alice removes her own file: %s", out)
 	}
 }
+
+// TestAllocationBounded: one user's uncommitted transactions cannot take
+// all free space, and an allocation that fails gives back what it took.
+func TestAllocationBounded(t *testing.T) {
+	ctx := context.Background()
+	t.Run("per-user limit", func(t *testing.T) {
+		c := clustertest.Start(t, clustertest.Options{Size: 16 << 20}) // 2 × 256 blocks
+		conn := rawAs(t, c, c.IssueCredential("mallory", auth.RoleUser))
+		admin := c.Client(client.Config{})
+		defer admin.Close()
+		if err := admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			_, err := tx.Mkdir(ctx, "/m", 0o777)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ino := must(t, conn, &wire.Request{Op: wire.OpCreate, Txn: 1, Flags: wire.FlagBegin, Path: "/m/hog", Type: wire.TypeFile}).Attr.Ino
+		held := uint64(0)
+		for i := uint64(0); ; i++ {
+			r, err := conn.Call(ctx, &wire.Request{Op: wire.OpAllocate, Txn: 1, Ino: ino, Index: i * 32, Count: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Code != wire.OK {
+				if r.Code != wire.ErrCodeNoSpace || !strings.Contains(r.Msg, "limit") {
+					t.Fatalf("allocation refused with %+v, want the per-user limit", r)
+				}
+				break
+			}
+			held += 32
+			if held > 512 {
+				t.Fatal("one user's transaction took every block")
+			}
+		}
+		// Mallory's transaction is still open; others still write.
+		writeFile(t, admin, "/other", randomBytes(t, 100*int(c.Opts.Blocksize)), 1)
+	})
+	t.Run("failed allocation releases", func(t *testing.T) {
+		c := clustertest.Start(t, clustertest.Options{Size: 16 << 20, NamenodeArgs: []string{"-user-alloc-limit", "100000"}})
+		conn := rawAs(t, c, c.AdminCred)
+		admin := c.Client(client.Config{})
+		defer admin.Close()
+		before, err := admin.FsStat(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino := must(t, conn, &wire.Request{Op: wire.OpCreate, Txn: 1, Flags: wire.FlagBegin, Path: "/big", Type: wire.TypeFile}).Attr.Ino
+		r, err := conn.Call(ctx, &wire.Request{Op: wire.OpAllocate, Txn: 1, Ino: ino, Index: 0, Count: before.FreeBlocks + 10})
+		if err != nil || r.Code != wire.ErrCodeNoSpace {
+			t.Fatalf("allocating more than is free: %v %+v, want no space", err, r)
+		}
+		after, err := admin.FsStat(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.UsedBlocks != before.UsedBlocks {
+			t.Fatalf("failed allocation kept %d blocks while its transaction is open", after.UsedBlocks-before.UsedBlocks)
+		}
+	})
+}

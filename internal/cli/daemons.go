@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/plasmafs/plasma/internal/datanode"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/namenode"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -24,7 +27,8 @@ func init() {
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
 
-// parseSize parses sizes such as 1048576, 64K, 1M, 4G.
+// parseSize parses sizes such as 1048576, 64K, 1M, 4G, 2T; a value that
+// does not fit in 63 bits is refused, never wrapped.
 func parseSize(s string) (int64, error) {
 	mult := int64(1)
 	u := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "i"))
@@ -38,16 +42,39 @@ func parseSize(s string) (int64, error) {
 			mult = 1 << 30
 		case 'T':
 			mult = 1 << 40
+		case 'P':
+			mult = 1 << 50
+		case 'E':
+			mult = 1 << 60
 		}
 		if mult != 1 {
 			u = u[:len(u)-1]
 		}
 	}
 	v, err := strconv.ParseInt(u, 10, 64)
-	if err != nil || v < 0 {
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && v > math.MaxInt64/mult:
+		return 0, fmt.Errorf("size %q is too large", s)
+	case err != nil:
 		return 0, fmt.Errorf("bad size %q (use e.g. 65536, 64K, 1M, 4G)", s)
+	case v < 0:
+		return 0, fmt.Errorf("size %q is negative", s)
 	}
 	return v * mult, nil
+}
+
+// sizeString renders n as parseSize accepts it, with the largest unit
+// that divides it.
+func sizeString(n int64) string {
+	for _, u := range []struct {
+		c     byte
+		shift uint
+	}{{'E', 60}, {'P', 50}, {'T', 40}, {'G', 30}, {'M', 20}, {'K', 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + string(u.c)
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 type sizeFlag struct{ v *int64 }
@@ -67,6 +94,51 @@ func (s sizeFlag) Set(v string) error {
 	return nil
 }
 
+// sizeRangeFlag is a sizeFlag accepting only min..max bytes.
+type sizeRangeFlag struct {
+	v        *int64
+	min, max int64
+}
+
+func (s sizeRangeFlag) String() string { return sizeFlag{s.v}.String() }
+
+func (s sizeRangeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	if n < s.min || n > s.max {
+		return fmt.Errorf("must be from %s to %s", sizeString(s.min), sizeString(s.max))
+	}
+	*s.v = n
+	return nil
+}
+
+// maxVolume bounds a datanode volume's size on the command line (the space
+// actually free is checked before anything is written).
+const maxVolume = 1 << 60
+
+// checkSpace refuses a volume of size bytes in dir when the filesystem that
+// would hold it has less space free.
+func checkSpace(dir string, size int64) error {
+	d := dir
+	for {
+		var st unix.Statfs_t
+		err := unix.Statfs(d, &st)
+		if err == nil {
+			if free := st.Bavail * uint64(st.Bsize); uint64(size) > free {
+				return fmt.Errorf("%s: a volume of %s does not fit: %s free on that filesystem", dir, human(uint64(size)), human(free))
+			}
+			return nil
+		}
+		parent := filepath.Dir(d)
+		if !errors.Is(err, fs.ErrNotExist) || parent == d {
+			return nil // let the creation itself report the problem
+		}
+		d = parent
+	}
+}
+
 func logger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
@@ -79,14 +151,16 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	db := f.String("db", "namenode.db", "SQLite metadata database file (created if missing)")
 	cluster := f.String("cluster", "plasma", "cluster name; datanodes of other clusters are refused")
 	var bs int64 = 1 << 20
-	f.Var(sizeFlag{&bs}, "blocksize", "filesystem blocksize (64K..64M)")
+	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "filesystem blocksize, a power of two")
 	relaxed := f.Bool("relaxed", false, "acknowledge commits before fsync; a power cut loses at most the commits of the last -sync-interval or -sync-commits, never corrupts")
-	syncInterval := f.Duration("sync-interval", time.Second, "relaxed mode: make acknowledged commits durable at least this often")
-	syncCommits := f.Int("sync-commits", 1000, "relaxed mode: make acknowledged commits durable after this many")
-	ticketLifetime := f.Duration("ticket-lifetime", time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
-	rep := f.Int("rep", 1, "default replication")
-	txnTimeout := f.Duration("txn-timeout", 10*time.Minute, "abort transactions idle this long")
-	hb := f.Duration("heartbeat-timeout", 10*time.Second, "declare a datanode dead after this long without heartbeat")
+	syncInterval := f.durationRange("sync-interval", time.Second, time.Millisecond, time.Hour, "relaxed mode: make acknowledged commits durable at least this often")
+	syncCommits := f.intRange("sync-commits", 1000, 1, 1<<30, "relaxed mode: make acknowledged commits durable after this many")
+	// Datanodes forget revocations after a day, so no ticket may live longer.
+	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
+	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: half the cluster's blocks")
+	rep := f.intRange("rep", 1, 1, 16, "default replication")
+	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
+	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth or privacy")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
@@ -105,17 +179,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if bs < 64<<10 || bs > 64<<20 || bs&(bs-1) != 0 {
+	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
-	}
-	if *syncInterval <= 0 || *syncCommits < 1 {
-		return usagef("-sync-interval and -sync-commits must be positive")
-	}
-	if *ticketLifetime < 2*time.Second {
-		return usagef("-ticket-lifetime %v: at least 2s (tickets carry whole seconds)", *ticketLifetime)
-	}
-	if *rep < 1 || *rep > 16 {
-		return usagef("default replication %d: must be 1..16", *rep)
 	}
 	store, err := meta.OpenSQLite(*db, *relaxed)
 	if err != nil {
@@ -125,7 +190,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
 		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
-		TicketLifetime: *ticketLifetime, Relaxed: *relaxed, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc), Relaxed: *relaxed, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}
@@ -154,8 +219,8 @@ func cmdDatanodeInit(ctx context.Context, args []string) error {
 	cluster := f.String("cluster", "plasma", "cluster name")
 	var bs int64 = 1 << 20
 	var size int64 = 4 << 30
-	f.Var(sizeFlag{&bs}, "blocksize", "blocksize (must match the namenode)")
-	f.Var(sizeFlag{&size}, "size", "volume size in bytes (e.g. 4G)")
+	f.sizeRange(&bs, "blocksize", 4<<10, 64<<20, "blocksize, a power of two (must match the namenode)")
+	f.sizeRange(&size, "size", 4<<10, maxVolume, "volume size in bytes (e.g. 4G)")
 	fast := f.Bool("fallocate", false, "reserve space with fallocate instead of writing zeros (instant, but first writes are slower on ext4)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -166,6 +231,15 @@ func cmdDatanodeInit(ctx context.Context, args []string) error {
 		} else {
 			return usagef("-dir is required")
 		}
+	}
+	if bs&(bs-1) != 0 {
+		return usagef("blocksize %d: must be a power of two", bs)
+	}
+	if size < bs {
+		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))
+	}
+	if err := checkSpace(*dir, size); err != nil {
+		return err
 	}
 	how := datanode.PreallocZero
 	if *fast {
@@ -186,7 +260,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	dir := f.String("dir", "", "volume directory (created by 'plasma datanode init')")
 	listen := f.String("listen", "127.0.0.1:2728", "data protocol address")
 	nnAddr := f.String("namenode", "127.0.0.1:2730", "namenode address")
-	hb := f.Duration("heartbeat", time.Second, "heartbeat interval")
+	hb := f.durationRange("heartbeat", time.Second, 10*time.Millisecond, time.Minute, "heartbeat interval")
 	level := f.String("log-level", "info", "log level")
 	secFlag := f.String("security", "auth", "security level of data connections: none, auth or privacy")
 	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
@@ -226,6 +300,9 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	if err := srv.Register(ctx, addr, sock); err != nil {
 		ln.Close()
 		srv.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for the namenode
+		}
 		return err
 	}
 	log.Info("datanode serving", "addr", addr, "identity", srv.Store().Config.Identity, "dir", *dir)

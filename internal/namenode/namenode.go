@@ -41,6 +41,9 @@ type Config struct {
 	MaxConns       int           // connections (default 4096)
 	MaxTxnsPerConn int           // open transactions per connection (default 1024)
 	IdleTimeout    time.Duration // close a connection silent this long (default 30m)
+	// UserAllocLimit bounds the blocks (each replica counted) one user may
+	// hold in uncommitted transactions; 0 means half the cluster's blocks.
+	UserAllocLimit uint64
 
 	// Relaxed acknowledges commits once the store has applied them, before
 	// they are durable (the store must then implement meta.Syncer). The
@@ -96,6 +99,7 @@ type Namenode struct {
 	inoLimit    uint64
 	locks       map[lockKey]*lockState
 	txns        map[txnKey]*Txn
+	userAlloc   map[string]uint64 // blocks held in uncommitted transactions per user
 	nodes       map[uint32]*dnode
 	byIdentity  map[string]*dnode
 	epoch       uint64
@@ -176,6 +180,7 @@ func New(cfg Config) (*Namenode, error) {
 		inodes:     map[uint64]*inode{},
 		locks:      map[lockKey]*lockState{},
 		txns:       map[txnKey]*Txn{},
+		userAlloc:  map[string]uint64{},
 		nodes:      map[uint32]*dnode{},
 		byIdentity: map[string]*dnode{},
 		commitQ:    make(chan *commitReq, 4096),

@@ -767,11 +767,44 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	if err != nil {
 		return nil, err
 	}
+	want := q.Count * uint64(max(a.Rep, 1))
+	if lim := n.userAllocLimit(); n.userAlloc[tx.user]+want > lim {
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: user %q already holds %d blocks in uncommitted transactions; the limit is %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.userAlloc[tx.user], lim)
+	}
+	// A failed allocation gives back what it took before failing.
+	before := map[uint32]int{}
+	for node, runs := range tx.allocated {
+		before[node] = len(runs)
+	}
 	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
 	if err != nil {
+		for node, runs := range tx.allocated {
+			if dn := n.nodes[node]; dn != nil {
+				for _, r := range runs[before[node]:] {
+					dn.used.clear(r.start, r.count)
+				}
+			}
+			tx.allocated[node] = runs[:before[node]]
+		}
 		return nil, err
 	}
+	tx.allocCount += want
+	n.userAlloc[tx.user] += want
 	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
+}
+
+// userAllocLimit is how many blocks one user may hold in uncommitted
+// transactions: the configured limit, or half the cluster's blocks, so
+// one user's transactions cannot take all free space.
+func (n *Namenode) userAllocLimit() uint64 {
+	if n.cfg.UserAllocLimit > 0 {
+		return n.cfg.UserAllocLimit
+	}
+	var total uint64
+	for _, dn := range n.nodes {
+		total += dn.Blocks
+	}
+	return total / 2
 }
 
 // allocatedAs reports whether tx allocated blocks start..start+count-1 of

@@ -22,17 +22,19 @@ type Txn struct {
 	lastUse    time.Time
 	committing bool
 
-	inodes    map[uint64]*wire.Attr    // created or modified inodes (private copies)
-	entries   map[meta.EntryKey]uint64 // changed entries; 0 means removed
-	blocks    map[uint64][]wire.Extent // new block lists of written files
-	seen      map[uint64]seenVersion   // block lists handed out: repeatable until the end
-	parents   map[uint64]uint64        // moved directories → new parent
-	touched   map[uint64]bool          // directories whose mtime the commit updates
-	used      map[uint64]bool          // inodes this transaction counts as a user of
-	seqSeen   map[uint64]uint64        // data version of each file when tx first saw it
-	locks     []lockKey
-	allocated map[uint32][]run // blocks allocated by this transaction
-	freed     []run            // blocks dropped from block lists
+	inodes     map[uint64]*wire.Attr    // created or modified inodes (private copies)
+	entries    map[meta.EntryKey]uint64 // changed entries; 0 means removed
+	blocks     map[uint64][]wire.Extent // new block lists of written files
+	seen       map[uint64]seenVersion   // block lists handed out: repeatable until the end
+	parents    map[uint64]uint64        // moved directories → new parent
+	touched    map[uint64]bool          // directories whose mtime the commit updates
+	used       map[uint64]bool          // inodes this transaction counts as a user of
+	seqSeen    map[uint64]uint64        // data version of each file when tx first saw it
+	locks      []lockKey
+	allocated  map[uint32][]run // blocks allocated by this transaction
+	user       string           // who began it ("" at security level none)
+	allocCount uint64           // blocks (replicas counted) allocated, charged to user
+	freed      []run            // blocks dropped from block lists
 }
 
 // seenVersion is the committed version of a file a transaction read: its
@@ -73,6 +75,9 @@ func (n *Namenode) getTxn(c *conn, id uint64, begin bool) (*Txn, error) {
 		}
 		c.ntxns++
 		tx = &Txn{key: k, start: n.epoch, tag: rand.Uint64() | 1}
+		if c.who != nil {
+			tx.user = c.who.User
+		}
 		n.txns[k] = tx
 	}
 	tx.lastUse = time.Now()
@@ -320,6 +325,11 @@ func (n *Namenode) endTxn(tx *Txn, committed bool) {
 		}
 	}
 	n.releaseLocks(tx)
+	if tx.allocCount > 0 {
+		if n.userAlloc[tx.user] -= tx.allocCount; n.userAlloc[tx.user] == 0 {
+			delete(n.userAlloc, tx.user)
+		}
+	}
 	delete(n.txns, tx.key)
 	tx.key.conn.ntxns--
 	// Its tickets die with it: datanodes learn the tag with their next
