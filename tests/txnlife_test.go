@@ -20,8 +20,8 @@ import (
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+// pollUntil polls cond until it holds or the deadline passes.
+func pollUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -109,7 +109,7 @@ func TestIdleTxnNotResumed(t *testing.T) {
 	if _, err := tx.Create(ctx, "/first-half", client.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the idle transaction to be aborted", 30*time.Second, func() bool { return openTxns(t, watcher) == 0 })
+	pollUntil(t, "the idle transaction to be aborted", 30*time.Second, func() bool { return openTxns(t, watcher) == 0 })
 	if _, err := tx.Create(ctx, "/second-half", client.CreateOptions{}); !errors.Is(err, client.ErrTxn) {
 		t.Fatalf("request after idle abort: %v, want ErrTxn", err)
 	}
@@ -312,7 +312,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 	sent := p.upstream()
 	errc := make(chan error, 1)
 	go func() { errc <- tx.Commit(ctx) }()
-	waitFor(t, "the commit to pass the proxy", 30*time.Second, func() bool { return p.upstream() > sent })
+	pollUntil(t, "the commit to pass the proxy", 30*time.Second, func() bool { return p.upstream() > sent })
 	c.Kill(c.NN)
 	err := <-errc
 	if !errors.Is(err, client.ErrCommitUnknown) {

@@ -158,6 +158,9 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	// Datanodes forget revocations after a day, so no ticket may live longer.
 	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
 	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: half the cluster's blocks")
+	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
+	maxUserConns := f.intRange("max-conns-per-user", 256, 1, 1<<20, "connections of one user (not daemons or superusers)")
+	maxHandshakes := f.intRange("max-handshakes-per-source", 64, 1, 1<<20, "connections from one address still in their handshake")
 	rep := f.intRange("rep", 1, 1, 16, "default replication")
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
@@ -190,7 +193,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
 		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
-		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc), Relaxed: *relaxed, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,8 @@ type Options struct {
 	DataSecurity string
 	// NamenodeArgs are extra flags for the namenode process.
 	NamenodeArgs []string
+	// NamenodeFDLimit, if set, limits the namenode process's open files.
+	NamenodeFDLimit int
 }
 
 func (o *Options) defaults() {

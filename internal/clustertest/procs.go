@@ -145,6 +145,11 @@ func (c *Procs) start(p *Proc, args ...string) {
 		c.t.Fatalf("log: %v", err)
 	}
 	cmd := exec.Command(c.Bin, args...)
+	if p == c.NN && c.Opts.NamenodeFDLimit > 0 {
+		// prlimit execs the namenode, which keeps its process id.
+		lim := fmt.Sprintf("--nofile=%d:%d", c.Opts.NamenodeFDLimit, c.Opts.NamenodeFDLimit)
+		cmd = exec.Command("prlimit", append([]string{lim, "--", c.Bin}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start %v: %v", args, err)
@@ -160,7 +165,7 @@ func (c *Procs) StartNamenode() {
 	c.t.Helper()
 	args := []string{"namenode", "-listen", c.NN.Addr, "-db", filepath.Join(c.Dir, "namenode.db"), "-cluster", c.Opts.Cluster,
 		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn",
-		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleDaemon), "-ticket-key", c.TicketKeyFile()}
+		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleNamenode), "-ticket-key", c.TicketKeyFile()}
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")
 	}
@@ -219,7 +224,7 @@ func (c *Procs) AddDatanode() *Proc {
 func (c *Procs) StartDatanode(p *Proc) {
 	c.t.Helper()
 	args := []string{"datanode", "-dir", p.Dir, "-listen", p.Addr, "-namenode", c.NN.Addr, "-heartbeat", "100ms", "-log-level", "warn",
-		"-security", c.Opts.DataSecurity, "-namenode-security", c.Opts.Security, "-credential", c.IssueCredential("datanode", auth.RoleDaemon)}
+		"-security", c.Opts.DataSecurity, "-namenode-security", c.Opts.Security, "-credential", c.IssueCredential("datanode", auth.RoleDatanode)}
 	if c.Opts.DataSecurity != "none" {
 		args = append(args, "-ticket-key", c.TicketKeyFile())
 	}

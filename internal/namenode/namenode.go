@@ -38,9 +38,15 @@ type Config struct {
 	TicketKey      []byte
 	TicketLifetime time.Duration
 	// Limits against misbehaving clients.
-	MaxConns       int           // connections (default 4096)
-	MaxTxnsPerConn int           // open transactions per connection (default 1024)
-	IdleTimeout    time.Duration // close a connection silent this long (default 30m)
+	MaxConns       int // connections (default 4096)
+	MaxTxnsPerConn int // open transactions per connection (default 1024)
+	// MaxConnsPerUser bounds one user's connections (default 256; daemons
+	// and superusers are not bound by it).
+	MaxConnsPerUser int
+	// MaxHandshakesPerSource bounds the connections from one address that
+	// have not finished their handshake (default 64).
+	MaxHandshakesPerSource int
+	IdleTimeout            time.Duration // close a connection silent this long (default 30m)
 	// UserAllocLimit bounds the blocks (each replica counted) one user may
 	// hold in uncommitted transactions; 0 means half the cluster's blocks.
 	UserAllocLimit uint64
@@ -121,9 +127,12 @@ type Namenode struct {
 	commits  atomic.Uint64
 	batches  atomic.Uint64
 
-	lnMu  sync.Mutex
-	lns   []net.Listener
-	conns map[*conn]struct{}
+	lnMu           sync.Mutex
+	lns            []net.Listener
+	conns          map[*conn]struct{}
+	connsOf        map[string]int // connections per user
+	handshaking    int
+	handshakesFrom map[string]int // connections in their handshake per source address
 }
 
 // New loads the metadata from cfg.Store and starts the committer.
@@ -155,6 +164,12 @@ func New(cfg Config) (*Namenode, error) {
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 4096
 	}
+	if cfg.MaxConnsPerUser == 0 {
+		cfg.MaxConnsPerUser = 256
+	}
+	if cfg.MaxHandshakesPerSource == 0 {
+		cfg.MaxHandshakesPerSource = 64
+	}
 	if cfg.MaxTxnsPerConn == 0 {
 		cfg.MaxTxnsPerConn = 1024
 	}
@@ -175,18 +190,20 @@ func New(cfg Config) (*Namenode, error) {
 		return nil, err
 	}
 	n := &Namenode{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		inodes:     map[uint64]*inode{},
-		locks:      map[lockKey]*lockState{},
-		txns:       map[txnKey]*Txn{},
-		userAlloc:  map[string]uint64{},
-		nodes:      map[uint32]*dnode{},
-		byIdentity: map[string]*dnode{},
-		commitQ:    make(chan *commitReq, 4096),
-		kick:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
-		conns:      map[*conn]struct{}{},
+		cfg:            cfg,
+		log:            cfg.Logger,
+		inodes:         map[uint64]*inode{},
+		locks:          map[lockKey]*lockState{},
+		txns:           map[txnKey]*Txn{},
+		userAlloc:      map[string]uint64{},
+		nodes:          map[uint32]*dnode{},
+		byIdentity:     map[string]*dnode{},
+		commitQ:        make(chan *commitReq, 4096),
+		kick:           make(chan struct{}, 1),
+		stop:           make(chan struct{}),
+		conns:          map[*conn]struct{}{},
+		connsOf:        map[string]int{},
+		handshakesFrom: map[string]int{},
 	}
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -103,11 +104,14 @@ func (c *conn) writer() {
 	}
 }
 
-// Serve accepts connections on ln until Close.
+// Serve accepts connections on ln until Close. Accept errors (such as
+// running out of file descriptors) are retried with backoff; they never
+// end Serve.
 func (n *Namenode) Serve(ln net.Listener) error {
 	n.lnMu.Lock()
 	n.lns = append(n.lns, ln)
 	n.lnMu.Unlock()
+	backoff := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -119,16 +123,20 @@ func (n *Namenode) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return err
+			n.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
+			select {
+			case <-n.stop:
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
 		}
+		backoff = 5 * time.Millisecond
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		n.lnMu.Lock()
-		full := len(n.conns) >= n.cfg.MaxConns
-		n.lnMu.Unlock()
-		if full {
-			n.log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr(), "limit", n.cfg.MaxConns)
+		if !n.admitHandshake(nc) {
 			nc.Close()
 			continue
 		}
@@ -136,18 +144,79 @@ func (n *Namenode) Serve(ln net.Listener) error {
 	}
 }
 
+// Connection limits. Connections still in their handshake count against
+// MaxConns and against a small per-source-address limit, so idle or slow
+// peers cannot hold the file descriptors legitimate clients need; after
+// the handshake each user has MaxConnsPerUser. Daemons and superusers may
+// go reserveConns past MaxConns, so a flood of user connections never
+// locks out the administrator or a restarting datanode.
+const reserveConns = 64
+
+func sourceOf(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return nc.RemoteAddr().String()
+}
+
+func (n *Namenode) admitHandshake(nc net.Conn) bool {
+	src := sourceOf(nc)
+	n.lnMu.Lock()
+	defer n.lnMu.Unlock()
+	if len(n.conns)+n.handshaking >= n.cfg.MaxConns+reserveConns {
+		n.log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr(), "limit", n.cfg.MaxConns)
+		return false
+	}
+	if n.handshakesFrom[src] >= n.cfg.MaxHandshakesPerSource {
+		n.log.Warn("too many connections in their handshake from one address, refusing", "remote", src, "limit", n.cfg.MaxHandshakesPerSource)
+		return false
+	}
+	n.handshaking++
+	n.handshakesFrom[src]++
+	return true
+}
+
 // handshake authenticates a new connection at the configured level.
 func (n *Namenode) handshake(nc net.Conn) {
 	sc, who, err := auth.Server(nc, n.cfg.Security, n.cfg.Credential)
+	src := sourceOf(nc)
+	n.lnMu.Lock()
+	n.handshaking--
+	if n.handshakesFrom[src]--; n.handshakesFrom[src] <= 0 {
+		delete(n.handshakesFrom, src)
+	}
+	n.lnMu.Unlock()
 	if err != nil {
 		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
 		nc.Close()
 		return
 	}
 	c := newConn(sc, who)
+	user, privileged := "", who == nil
+	if who != nil {
+		user = who.User
+		privileged = who.Super() || who.Role.Daemon()
+	}
 	n.lnMu.Lock()
-	n.conns[c] = struct{}{}
+	refuse := ""
+	switch {
+	case !privileged && len(n.conns) >= n.cfg.MaxConns:
+		refuse = fmt.Sprintf("the namenode has its maximum of %d connections", n.cfg.MaxConns)
+	case who != nil && !privileged && n.connsOf[user] >= n.cfg.MaxConnsPerUser:
+		refuse = fmt.Sprintf("user %s has its maximum of %d connections", user, n.cfg.MaxConnsPerUser)
+	}
+	if refuse == "" {
+		n.conns[c] = struct{}{}
+		n.connsOf[user]++
+	}
 	n.lnMu.Unlock()
+	if refuse != "" {
+		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", refuse)
+		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + refuse})
+		close(c.done)
+		sc.Close()
+		return
+	}
 	n.serveConn(c)
 }
 
@@ -157,6 +226,13 @@ func (n *Namenode) serveConn(c *conn) {
 		c.nc.Close()
 		n.lnMu.Lock()
 		delete(n.conns, c)
+		user := ""
+		if c.who != nil {
+			user = c.who.User
+		}
+		if n.connsOf[user]--; n.connsOf[user] <= 0 {
+			delete(n.connsOf, user)
+		}
 		n.lnMu.Unlock()
 		n.mu.Lock()
 		for k, tx := range n.txns {
@@ -180,6 +256,9 @@ func (n *Namenode) serveConn(c *conn) {
 			return
 		}
 		q, err := wire.DecodeRequest(payload)
+		if cap(buf) > 1<<20 {
+			buf = nil // a large frame's buffer is not kept for the connection's life
+		}
 		if err != nil {
 			// The frame was read whole, so the stream is intact: answer
 			// this request and keep the connection (and its transactions).
@@ -195,9 +274,7 @@ func (n *Namenode) serveConn(c *conn) {
 			n.commit(c, id, q.Txn)
 			continue
 		}
-		n.mu.Lock()
-		resp, err := n.handle(c, q)
-		n.mu.Unlock()
+		resp, err := n.handleSafely(c, q)
 		if err != nil {
 			resp = toResponse(err)
 		} else if resp == nil {
@@ -207,6 +284,22 @@ func (n *Namenode) serveConn(c *conn) {
 			return
 		}
 	}
+}
+
+// handleSafely runs one request under the namenode lock. A panic is
+// contained: logged with its stack, answered as an internal error, and the
+// namenode keeps serving (the request's own changes stay private to its
+// transaction, which the client can abort).
+func (n *Namenode) handleSafely(c *conn, q *wire.Request) (resp *wire.Response, err error) {
+	n.mu.Lock()
+	defer func() {
+		if p := recover(); p != nil {
+			n.log.Error("panic while serving a request", "op", q.Op, "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, fail(wire.ErrCodeInternal, "internal error while serving %s (logged on the namenode)", q.Op)
+		}
+		n.mu.Unlock()
+	}()
+	return n.handle(c, q)
 }
 
 // commit queues tx for the committer and answers when it is durable.

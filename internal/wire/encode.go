@@ -251,8 +251,25 @@ func encNode(e *Enc, n *NodeInfo) {
 	e.Uv(n.Blocks)
 	e.Uv(n.Used)
 	e.Bool(n.Alive)
-	e.Bool(n.Enabled)
+	// Enabled and whether a namespace id follows share a byte, so a node
+	// without one encodes as before.
+	flags := uint8(0)
+	if n.Enabled {
+		flags |= nodeEnabled
+	}
+	if n.Namespace != "" {
+		flags |= nodeNamespace
+	}
+	e.U8(flags)
+	if n.Namespace != "" {
+		e.Str(n.Namespace)
+	}
 }
+
+const (
+	nodeEnabled   = 1 << iota // NodeInfo.Enabled
+	nodeNamespace             // NodeInfo.Namespace follows
+)
 
 func decNode(d *Dec) *NodeInfo {
 	n := &NodeInfo{}
@@ -266,7 +283,14 @@ func decNode(d *Dec) *NodeInfo {
 	n.Blocks = d.Uv()
 	n.Used = d.Uv()
 	n.Alive = d.Bool()
-	n.Enabled = d.Bool()
+	flags := d.U8()
+	if flags&^(nodeEnabled|nodeNamespace) != 0 {
+		d.fail("node flags")
+	}
+	n.Enabled = flags&nodeEnabled != 0
+	if flags&nodeNamespace != 0 {
+		n.Namespace = d.Str(MaxName)
+	}
 	return n
 }
 
@@ -520,12 +544,18 @@ func ReadFrame(r io.Reader, buf []byte) (id uint64, payload []byte, newBuf []byt
 	}
 	id = binary.LittleEndian.Uint64(h[4:])
 	pl := int(n) - 8
-	if cap(buf) < pl {
-		buf = make([]byte, pl)
-	}
-	buf = buf[:pl]
-	if _, err = io.ReadFull(r, buf); err != nil {
-		return 0, nil, buf, err
+	// The buffer grows as the payload arrives: a peer announcing a large
+	// frame and sending nothing costs no more than what it sent.
+	buf = buf[:0]
+	for len(buf) < pl {
+		chunk := min(pl-len(buf), max(64<<10, len(buf)))
+		if cap(buf)-len(buf) < chunk {
+			buf = append(buf[:len(buf):len(buf)], make([]byte, chunk)...)[:len(buf)]
+		}
+		if _, err = io.ReadFull(r, buf[len(buf):len(buf)+chunk]); err != nil {
+			return 0, nil, buf, err
+		}
+		buf = buf[:len(buf)+chunk]
 	}
 	return id, buf, buf, nil
 }
