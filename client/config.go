@@ -18,8 +18,9 @@ type Config struct {
 	// NoShortCircuit makes the client read local blocks over TCP too.
 	NoShortCircuit bool
 	// Security and DataSecurity are the levels ("none", "auth",
-	// "privacy") of namenode and datanode connections; empty means the
-	// cluster defaults "privacy" and "auth".
+	// "integrity", "privacy") of namenode and datanode connections; empty
+	// means the cluster defaults "privacy" and "auth". A server's level is
+	// the least it accepts: a client may choose a stronger one.
 	Security     string
 	DataSecurity string
 	// CredentialFile is the user's credential ('plasma admin user add'),

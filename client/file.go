@@ -723,7 +723,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				addrs[k], starts[k] = info.Addr, rp.Start
 			}
 			first, _ := f.tx.c.node(x.Replicas[0].Node)
-			if err := f.tx.c.data.writeRun(ctx, addrs, starts, x.Tickets, blocks, crcs, f.bs, f.tx.c.localFile(first)); err != nil {
+			if err := f.tx.c.data.writeRun(ctx, addrs, starts, x.Tickets, blocks, crcs, f.bs, f.tx.c.localWriteFile(first, starts[0], ticketAt(x.Tickets, 0))); err != nil {
 				lastErr = err
 				failed = true
 				var we *writeError

@@ -17,14 +17,27 @@ import (
 	"time"
 )
 
-// Role is what an identity may do beyond ordinary file access.
+// Role is what an identity may do beyond ordinary file access. It is
+// part of the credential (the certificate's organizational unit), set by
+// whoever holds the CA key when the credential is issued; nothing else
+// about a credential (its user name, groups) grants any privilege.
 type Role string
 
 const (
 	RoleUser      Role = "user"
 	RoleSuperuser Role = "superuser" // administration: bypasses permission checks
-	RoleDaemon    Role = "daemon"    // namenode and datanodes talking to each other
+	// Daemon roles: only these credentials carry server usage, and clients
+	// refuse a server whose credential is not of the role they expect.
+	// Daemons are not superusers of the namespace.
+	RoleNamenode Role = "namenode"
+	RoleDatanode Role = "datanode" // registers volumes and heartbeats; serves data against tickets
 )
+
+// Roles are the roles Issue accepts.
+var Roles = []Role{RoleUser, RoleSuperuser, RoleNamenode, RoleDatanode}
+
+// Daemon reports whether r is the role of a server (namenode or datanode).
+func (r Role) Daemon() bool { return r == RoleNamenode || r == RoleDatanode }
 
 // Identity is an authenticated principal.
 type Identity struct {
@@ -34,9 +47,11 @@ type Identity struct {
 	Cluster string
 }
 
-// Super reports whether permission checks are bypassed.
+// Super reports whether permission checks are bypassed: only for a
+// credential issued with the superuser role (not for a user named root, and
+// not for daemons).
 func (id *Identity) Super() bool {
-	return id != nil && (id.Role == RoleSuperuser || id.Role == RoleDaemon || id.User == "root")
+	return id != nil && id.Role == RoleSuperuser
 }
 
 // InGroup reports membership.
@@ -181,10 +196,20 @@ type Credential struct {
 	pemData  []byte
 }
 
-// Issue makes a credential for name with the given role and groups.
+// Issue makes a credential for name with the given role and groups. Only
+// daemon credentials (namenode, datanode) may act as TLS servers.
 func (s *Secrets) Issue(name string, role Role, groups []string) (*Credential, error) {
 	if name == "" {
 		return nil, errors.New("empty user name")
+	}
+	if !slices.Contains(Roles, role) {
+		return nil, fmt.Errorf("unknown role %q", role)
+	}
+	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	var dns []string
+	if role.Daemon() {
+		usage = append(usage, x509.ExtKeyUsageServerAuth)
+		dns = []string{serverName}
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -199,8 +224,8 @@ func (s *Secrets) Issue(name string, role Role, groups []string) (*Credential, e
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().AddDate(10, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"plasma"},
+		ExtKeyUsage:  usage,
+		DNSNames:     dns,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.CACert, &key.PublicKey, s.CAKey)
 	if err != nil {

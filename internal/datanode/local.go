@@ -1,18 +1,56 @@
 package datanode
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
+	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// ServeLocal lets clients on this machine read blocks without a TCP copy:
-// each connection on the Unix socket at path receives the volume identity
-// and the block file's descriptor (SCM_RIGHTS), which the client then reads
-// with pread, verifying checksums itself.
+// Local short-circuit protocol on the Unix socket. The client sends one
+// request and gets one answer, then the connection closes:
+//
+//	'R'                                  a read-only descriptor of the block file
+//	'W' block (8 bytes LE) len (2 bytes LE) ticket
+//	                                     a read-write descriptor, for clients
+//	                                     that write blocks themselves (DataAdopt);
+//	                                     only with a write ticket for this datanode
+//
+// The answer is the volume identity with the descriptor (SCM_RIGHTS), or
+// LocalRefused followed by the reason, without a descriptor.
+const (
+	LocalRead    = 'R'
+	LocalWrite   = 'W'
+	LocalRefused = '!'
+)
+
+// ServeLocal lets clients on this machine read (and write) blocks without
+// a TCP copy: each connection on the Unix socket at path receives the
+// volume identity and a descriptor of the block file, which the client
+// then uses with pread (pwrite), verifying checksums itself.
+//
+// Trust rule: only a peer running as the datanode's own user (or root)
+// gets a descriptor. Such a process could open the block file (0600, owned
+// by that user) anyway, so the descriptor gives it nothing it does not
+// have; the boundary is the OS user. Run datanodes under a dedicated user
+// that no PlasmaFS user's processes share. Readers get a read-only
+// descriptor; a writable one needs a write ticket for this datanode (that
+// keeps a reader's bug from writing, it is no barrier against that user).
 func (s *Server) ServeLocal(path string) error {
+	// A second, read-only open of the block file for readers.
+	ro, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(s.store.data.Fd())), os.O_RDONLY, 0)
+	if err != nil {
+		if ro, err = os.Open(s.store.data.Name()); err != nil {
+			return fmt.Errorf("read-only block file: %w", err)
+		}
+	}
+	defer ro.Close()
 	os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -38,12 +76,44 @@ func (s *Server) ServeLocal(path string) error {
 			c.Close()
 			continue
 		}
-		rights := unix.UnixRights(int(s.store.data.Fd()))
-		_, _, err = c.WriteMsgUnix([]byte(s.store.Config.Identity), rights, nil)
-		c.Close()
-		if err != nil && !errors.Is(err, net.ErrClosed) {
-			s.log.Warn("local reader handshake failed", "err", err)
+		s.serveLocalConn(c, ro)
+	}
+}
+
+// serveLocalConn answers one request of a trusted local peer.
+func (s *Server) serveLocalConn(c *net.UnixConn, ro *os.File) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	var op [1]byte
+	if _, err := io.ReadFull(c, op[:]); err != nil {
+		return
+	}
+	var f *os.File
+	switch op[0] {
+	case LocalRead:
+		f = ro
+	case LocalWrite:
+		var hdr [10]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
 		}
+		block := binary.LittleEndian.Uint64(hdr[:8])
+		ticket := make([]byte, binary.LittleEndian.Uint16(hdr[8:]))
+		if _, err := io.ReadFull(c, ticket); err != nil {
+			return
+		}
+		if err := s.checkTicket(ticket, block, 1, true); err != nil {
+			c.Write([]byte(fmt.Sprintf("%cwritable block file refused: %v", LocalRefused, err)))
+			return
+		}
+		f = s.store.data
+	default:
+		c.Write([]byte(fmt.Sprintf("%cunknown request %q", LocalRefused, op[0])))
+		return
+	}
+	rights := unix.UnixRights(int(f.Fd()))
+	if _, _, err := c.WriteMsgUnix([]byte(s.store.Config.Identity), rights, nil); err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Warn("local reader handshake failed", "err", err)
 	}
 }
 

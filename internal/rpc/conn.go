@@ -63,7 +63,7 @@ func Dial(ctx context.Context, addr string, level auth.Level, cred *auth.Credent
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	nc, err := auth.Client(raw, level, cred)
+	nc, err := auth.Client(raw, level, cred, auth.RoleNamenode)
 	if err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("namenode %s: %w", addr, err)
