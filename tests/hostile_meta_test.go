@@ -260,7 +260,7 @@ func TestAllocationBounded(t *testing.T) {
 			}
 		}
 		// Mallory's transaction is still open; others still write.
-		writeFile(t, admin, "/other", randomBytes(t, 100*int(c.Opts.Blocksize)), 1)
+		writeFile(t, admin, "/other", randomBytes(t, 40*int(c.Opts.Blocksize)), 1)
 	})
 	t.Run("failed allocation releases", func(t *testing.T) {
 		c := clustertest.Start(t, clustertest.Options{Size: 16 << 20, NamenodeArgs: []string{"-user-alloc-limit", "100000"}})

@@ -157,7 +157,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	syncCommits := f.intRange("sync-commits", 1000, 1, 1<<30, "relaxed mode: make acknowledged commits durable after this many")
 	// Datanodes forget revocations after a day, so no ticket may live longer.
 	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
-	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: half the cluster's blocks")
+	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: seven eighths of the cluster's blocks")
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
 	maxUserConns := f.intRange("max-conns-per-user", 256, 1, 1<<20, "connections of one user (not daemons or superusers)")
 	maxHandshakes := f.intRange("max-handshakes-per-source", 64, 1, 1<<20, "connections from one address still in their handshake")
@@ -165,7 +165,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
-	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth or privacy")
+	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	if err := f.parse(args); err != nil {
@@ -266,7 +266,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	nnAddr := f.String("namenode", "127.0.0.1:2730", "namenode address")
 	hb := f.durationRange("heartbeat", time.Second, 10*time.Millisecond, time.Minute, "heartbeat interval")
 	level := f.String("log-level", "info", "log level")
-	secFlag := f.String("security", "auth", "security level of data connections: none, auth or privacy")
+	secFlag := f.String("security", "auth", "security level of data connections: none, auth, integrity or privacy")
 	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
 	credFile := f.String("credential", "", "the datanode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")

@@ -48,7 +48,7 @@ type Config struct {
 	MaxHandshakesPerSource int
 	IdleTimeout            time.Duration // close a connection silent this long (default 30m)
 	// UserAllocLimit bounds the blocks (each replica counted) one user may
-	// hold in uncommitted transactions; 0 means half the cluster's blocks.
+	// hold in uncommitted transactions; 0 means 7/8 of the cluster's blocks.
 	UserAllocLimit uint64
 
 	// Relaxed acknowledges commits once the store has applied them, before
@@ -111,6 +111,7 @@ type Namenode struct {
 	epoch       uint64
 	pendingFree []pendingFree
 	renameLock  *Txn // holder of the directory-move lock
+	side        sideState
 
 	commitQ  chan *commitReq
 	kick     chan struct{}

@@ -133,7 +133,7 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		if who != nil && !who.Super() {
 			return nil, fail(wire.ErrCodePerm, "fsck: only the superuser may check the filesystem")
 		}
-		return n.ticketed(tx, n.fsck()), nil
+		return n.fsckPage(c, tx, q)
 	}
 	// Everything below changes metadata.
 	if err := needTxn(); err != nil {
@@ -769,7 +769,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	}
 	want := q.Count * uint64(max(a.Rep, 1))
 	if lim := n.userAllocLimit(); n.userAlloc[tx.user]+want > lim {
-		return nil, fail(wire.ErrCodeNoSpace, "allocate: user %q already holds %d blocks in uncommitted transactions; the limit is %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.userAlloc[tx.user], lim)
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for user %q: it holds %d blocks in uncommitted transactions and %d more would pass its limit of %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.userAlloc[tx.user], want, lim)
 	}
 	// A failed allocation gives back what it took before failing.
 	before := map[uint32]int{}
@@ -794,8 +794,8 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 }
 
 // userAllocLimit is how many blocks one user may hold in uncommitted
-// transactions: the configured limit, or half the cluster's blocks, so
-// one user's transactions cannot take all free space.
+// transactions: the configured limit, or seven eighths of the cluster's
+// blocks, so one user's transactions cannot take all the space.
 func (n *Namenode) userAllocLimit() uint64 {
 	if n.cfg.UserAllocLimit > 0 {
 		return n.cfg.UserAllocLimit
@@ -804,7 +804,7 @@ func (n *Namenode) userAllocLimit() uint64 {
 	for _, dn := range n.nodes {
 		total += dn.Blocks
 	}
-	return total / 2
+	return total - total/8
 }
 
 // allocatedAs reports whether tx allocated blocks start..start+count-1 of
