@@ -33,7 +33,7 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	}
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")
-	super := f.Bool("superuser", false, "make the user a superuser (bypasses permission checks)")
+	super := f.Bool("superuser", false, "issue a superuser credential (bypasses permission checks); the role is part of\nthe credential: no user name, not even root, makes a superuser without it")
 	out := f.String("o", "", "output file (default NAME.pem in the current directory)")
 	dir := f.String("dir", defaultClusterDir(), "cluster directory holding secrets/ (as for 'plasma cluster up')")
 	if err := f.parse(args[2:]); err != nil {
