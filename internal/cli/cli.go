@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/plasmafs/plasma/client"
 )
@@ -32,12 +33,25 @@ func register(name, args, summary string, run func(ctx context.Context, args []s
 
 var aliases = map[string]string{"list": "ls", "delete": "rm", "rename": "mv", "link": "ln", "copy": "cp"}
 
+// Exit statuses: scripts can rely on these.
+const (
+	exitOK      = 0 // success (also for -help)
+	exitFailure = 1 // the command failed; one line on stderr says why
+	exitUsage   = 2 // bad command line: one line on stderr and the usage line
+)
+
 // usageError makes Main exit with status 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitStatus makes Main exit with this status without printing anything
+// (the message was printed already, e.g. by a child process).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 var stdout io.Writer = os.Stdout
 var stderr io.Writer = os.Stderr
@@ -49,7 +63,7 @@ func Main(args []string) int {
 			return Main([]string{args[1], "-help"})
 		}
 		printHelp(stdout)
-		return 0
+		return exitOK
 	}
 	name := args[0]
 	if a, ok := aliases[name]; ok {
@@ -82,23 +96,41 @@ func Main(args []string) int {
 		err := c.run(ctx, args[1:])
 		switch {
 		case err == nil:
-			return 0
+			return exitOK
 		case errors.Is(err, flag.ErrHelp):
-			return 0
+			return exitOK
+		}
+		var es exitStatus
+		if errors.As(err, &es) {
+			return int(es)
 		}
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "plasma %s: %s\nusage: plasma %s %s\n", c.name, ue.msg, c.name, c.args)
-			return 2
+			fmt.Fprintf(stderr, "plasma %s: %s\nusage: plasma %s %s\n", c.name, escapeText(ue.msg), c.name, c.args)
+			return exitUsage
 		}
 		fmt.Fprintf(stderr, "plasma %s: %s\n", c.name, oneLine(err))
-		return 1
+		return exitFailure
 	}
-	fmt.Fprintf(stderr, "plasma: unknown command %q (see 'plasma help')\n", args[0])
-	return 2
+	var near []string
+	base, _, _ := strings.Cut(name, " ")
+	for _, c := range commands {
+		if strings.HasPrefix(c.name, base+" ") {
+			near = append(near, "'plasma "+c.name+"'")
+		}
+	}
+	if len(near) > 0 {
+		sort.Strings(near)
+		fmt.Fprintf(stderr, "plasma: unknown command %q (try %s)\n", escapeText(name), strings.Join(near, " or "))
+	} else {
+		fmt.Fprintf(stderr, "plasma: unknown command %q (see 'plasma help')\n", escapeText(name))
+	}
+	return exitUsage
 }
 
-func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+// oneLine renders an error as one line of text: joined errors are separated
+// by "; ", control characters and invalid UTF-8 are escaped.
+func oneLine(err error) string { return escapeText(strings.ReplaceAll(err.Error(), "\n", "; ")) }
 
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "plasma — PlasmaFS, a distributed filesystem with ACID transactions")
@@ -114,16 +146,17 @@ Cluster selection (client commands): -cluster NAME, -namenode HOST:PORT (repeata
 or $PLASMAFS_CLUSTER / $PLASMAFS_NAMENODES, or ~/.plasmafs ($PLASMAFS_CONFIG), which
 'plasma cluster up' writes. PlasmaFS paths are absolute; globs expand on the PlasmaFS side.
 Security: the credential and levels come from the cluster entry in ~/.plasmafs or from
-$PLASMAFS_CREDENTIAL, $PLASMAFS_SECURITY and $PLASMAFS_DATA_SECURITY (none, auth, privacy).
+$PLASMAFS_CREDENTIAL, $PLASMAFS_SECURITY and $PLASMAFS_DATA_SECURITY (none, auth, integrity, privacy).
 Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error.`)
 }
 
 // flags is a flag set with the common client options.
 type flags struct {
 	*flag.FlagSet
-	cluster   string
-	namenodes multiFlag
-	pos       []string // positional arguments
+	name, args, summary string
+	cluster             string
+	namenodes           multiFlag
+	pos                 []string // positional arguments
 }
 
 type multiFlag []string
@@ -131,18 +164,98 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func newFlags(name, args, summary string, client bool) *flags {
-	f := &flags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	f.SetOutput(stderr)
-	f.Usage = func() {
-		fmt.Fprintf(stderr, "usage: plasma %s %s\n\n%s\n\noptions:\n", name, args, summary)
-		f.PrintDefaults()
+// intRange is an integer flag accepting only min..max.
+type intRange struct {
+	v        *int
+	min, max int
+}
+
+func (r intRange) String() string {
+	if r.v == nil {
+		return ""
 	}
+	return strconv.Itoa(*r.v)
+}
+
+func (r intRange) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if n < int64(r.min) || n > int64(r.max) {
+		return fmt.Errorf("must be %d..%d", r.min, r.max)
+	}
+	*r.v = int(n)
+	return nil
+}
+
+// intRange defines an integer flag whose values must lie in min..max.
+func (f *flags) intRange(name string, def, min, max int, usage string) *int {
+	v := new(int)
+	*v = def
+	f.Var(intRange{v, min, max}, name, fmt.Sprintf("%s (%d..%d)", usage, min, max))
+	return v
+}
+
+// durationRange is a duration flag accepting only min..max.
+type durationRange struct {
+	v        *time.Duration
+	min, max time.Duration
+}
+
+func (r durationRange) String() string {
+	if r.v == nil {
+		return ""
+	}
+	return r.v.String()
+}
+
+func (r durationRange) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("not a duration (e.g. 500ms, 10s, 5m)")
+	}
+	if d < r.min || d > r.max {
+		return fmt.Errorf("must be from %v to %v", r.min, r.max)
+	}
+	*r.v = d
+	return nil
+}
+
+// durationRange defines a duration flag whose values must lie in min..max
+// (negative durations are refused by a positive min).
+func (f *flags) durationRange(name string, def, min, max time.Duration, usage string) *time.Duration {
+	v := new(time.Duration)
+	*v = def
+	f.Var(durationRange{v, min, max}, name, fmt.Sprintf("%s (%v..%v)", usage, min, max))
+	return v
+}
+
+// sizeRange defines a size flag (65536, 64K, 1M, 4G, 1T) whose values must
+// lie in min..max bytes.
+func (f *flags) sizeRange(p *int64, name string, min, max int64, usage string) {
+	f.Var(sizeRangeFlag{v: p, min: min, max: max}, name, fmt.Sprintf("%s (%s..%s)", usage, sizeString(min), sizeString(max)))
+}
+
+func newFlags(name, args, summary string, client bool) *flags {
+	f := &flags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), name: name, args: args, summary: summary}
+	// Errors are reported by Main (one line and the usage line); the
+	// whole help only when asked for (-help), on stdout.
+	f.SetOutput(io.Discard)
+	f.Usage = func() {}
 	if client {
 		f.StringVar(&f.cluster, "cluster", "", "cluster name (from ~/.plasmafs)")
 		f.Var(&f.namenodes, "namenode", "namenode `host:port` (repeatable)")
 	}
 	return f
+}
+
+// printHelp prints the command's usage, summary and options to w.
+func (f *flags) printHelp(w io.Writer) {
+	fmt.Fprintf(w, "usage: plasma %s %s\n\n%s\n\noptions:\n", f.name, f.args, f.summary)
+	f.SetOutput(w)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
 }
 
 // parse parses args, allowing options after positional arguments too.
@@ -151,6 +264,7 @@ func (f *flags) parse(args []string) error {
 	for {
 		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				f.printHelp(stdout)
 				return err
 			}
 			return usageError{err.Error()}

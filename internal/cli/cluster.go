@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,11 +20,12 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
-	register("cluster up", "[-datanodes N] [-dir DIR] [-blocksize B] [-size BYTES] [-detach]", "start a local cluster (namenode + N datanodes)", cmdClusterUp)
-	register("cluster down", "[-dir DIR]", "stop a local cluster started with -detach", cmdClusterDown)
+	register("cluster up", "[-datanodes N] [-dir DIR] [-blocksize B] [-size BYTES] [-detach]", "start a local cluster (namenode + N datanodes) and restart members that die", cmdClusterUp)
+	register("cluster down", "[-dir DIR]", "stop a local cluster started with 'plasma cluster up'", cmdClusterDown)
 }
 
 func defaultClusterDir() string {
@@ -38,26 +44,48 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// envSupervisor is set for the background supervisor that 'cluster up
+// -detach' starts; it reports readiness on file descriptor 3.
+const envSupervisor = "PLASMA_CLUSTER_SUPERVISOR"
+
+// Restart backoff of a member that dies: doubled after each death, back to
+// the minimum once the member has run for restartStable.
+const (
+	restartMin    = 250 * time.Millisecond
+	restartMax    = 30 * time.Second
+	restartStable = time.Minute
+)
+
 func cmdClusterUp(ctx context.Context, args []string) error {
-	f := newFlags("cluster up", "[options]", "Start a namenode (SQLite) and N datanodes on 127.0.0.1 as separate processes,\nwrite the client configuration, and stop everything on Ctrl-C (or 'plasma cluster down' with -detach).", false)
-	n := f.Int("datanodes", 2, "number of datanodes")
+	f := newFlags("cluster up", "[options]", `Start a namenode (SQLite) and N datanodes on 127.0.0.1 as separate processes and
+write the client configuration. The cluster runs until Ctrl-C (SIGINT or SIGTERM)
+or 'plasma cluster down'; a member that dies is reported and restarted with
+backoff. With -detach a background supervisor does this (its log: DIR/cluster.log).
+Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
+	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
 	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
 	name := f.String("cluster", "local", "cluster name")
 	var bs int64 = 1 << 20
 	var size int64 = 4 << 30
-	f.Var(sizeFlag{&bs}, "blocksize", "blocksize of a new cluster")
-	f.Var(sizeFlag{&size}, "size", "size of each new datanode volume")
+	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
+	f.sizeRange(&size, "size", 64<<10, maxVolume, "size of each new datanode volume")
 	nnAddr := f.String("namenode-addr", "", "namenode address (default: a free port)")
 	detach := f.Bool("detach", false, "start in the background and return")
 	relaxed := f.Bool("relaxed", false, "relaxed commit mode (acknowledge before fsync)")
 	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
-	secFlag := f.String("security", "privacy", "namenode traffic security: none, auth or privacy")
-	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth or privacy")
+	secFlag := f.String("security", "privacy", "namenode traffic security: none, auth, integrity or privacy")
+	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if *n < 1 || *n > 64 {
-		return usagef("-datanodes %d: must be 1..64", *n)
+	if len(f.pos) != 0 {
+		return usagef("unexpected argument %q", f.pos[0])
+	}
+	if bs&(bs-1) != 0 {
+		return usagef("-blocksize %d: must be a power of two", bs)
+	}
+	if size < bs {
+		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))
 	}
 	if _, err := auth.ParseLevel(*secFlag); err != nil {
 		return usagef("%v", err)
@@ -65,15 +93,40 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 	if _, err := auth.ParseLevel(*dataSecFlag); err != nil {
 		return usagef("%v", err)
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	var ready *os.File // the detaching parent's readiness pipe
+	if os.Getenv(envSupervisor) != "" {
+		syscall.CloseOnExec(3) // not for the members
+		ready = os.NewFile(3, "ready")
+		os.Unsetenv(envSupervisor)
+	}
+	// Secrets, the database, logs and the configuration naming the
+	// credential are for the cluster's owner only; the members inherit
+	// the mask.
+	syscall.Umask(0o077)
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	if pids, _ := readPids(*dir); len(pids) > 0 && anyAlive(pids) {
+	if pids, _ := readPids(*dir); anyAlive(pids) {
 		return fmt.Errorf("a cluster is already running in %s (stop it with 'plasma cluster down -dir %s')", *dir, *dir)
+	}
+	tightenPermissions(*dir)
+	if *detach && ready == nil {
+		return startSupervisor(ctx, args)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	var missing int64
+	for i := 1; i <= *n; i++ {
+		if _, err := os.Stat(filepath.Join(*dir, fmt.Sprintf("dn%d", i), "config")); err != nil {
+			missing++
+		}
+	}
+	if missing > 0 && size <= math.MaxInt64/missing {
+		if err := checkSpace(*dir, missing*size); err != nil {
+			return err
+		}
 	}
 	for i := 1; i <= *n; i++ {
 		vol := filepath.Join(*dir, fmt.Sprintf("dn%d", i))
@@ -94,7 +147,9 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 	}
 	issue := func(file, who string, role auth.Role) (string, error) {
 		p := filepath.Join(secDir, file)
-		if _, err := os.Stat(p); err == nil {
+		// Kept unless it is unreadable or was issued with another role
+		// (by an older version).
+		if c, err := auth.LoadCredential(p); err == nil && c.Identity.Role == role {
 			return p, nil
 		}
 		c, err := secrets.Issue(who, role, nil)
@@ -103,7 +158,7 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		}
 		return p, os.WriteFile(p, c.PEM(), 0o600)
 	}
-	nnCred, err := issue("namenode.pem", "namenode", auth.RoleDaemon)
+	nnCred, err := issue("namenode.pem", "namenode", auth.RoleNamenode)
 	if err != nil {
 		return err
 	}
@@ -117,80 +172,53 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	var procs []*exec.Cmd
-	start := func(logName string, args ...string) error {
-		lf, err := os.OpenFile(filepath.Join(*dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		cmd := exec.Command(self, args...)
-		cmd.Stdout, cmd.Stderr = lf, lf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			lf.Close()
-			return err
-		}
-		lf.Close()
-		procs = append(procs, cmd)
-		return nil
-	}
-	stopAll := func() {
-		for _, p := range procs {
-			p.Process.Signal(syscall.SIGTERM)
-		}
-		for _, p := range procs {
-			p.Wait()
-		}
-		os.Remove(filepath.Join(*dir, "pids"))
-	}
+	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 65), restart: make(chan *member), done: make(chan struct{})}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
 		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey}
 	if *relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
-	if err := start("namenode.log", nnArgs...); err != nil {
+	nn := sv.add("namenode", "namenode", nnArgs)
+	if err := sv.start(nn); err != nil {
+		sv.stop()
 		return err
 	}
-	if err := waitListening(ctx, *nnAddr, procs[0]); err != nil {
-		stopAll()
-		return fmt.Errorf("namenode did not start (see %s): %w", filepath.Join(*dir, "namenode.log"), err)
+	if err := sv.waitListening(ctx, *nnAddr); err != nil {
+		sv.stop()
+		return fmt.Errorf("namenode did not start (see %s): %w", nn.log, err)
 	}
 	for i := 1; i <= *n; i++ {
 		addr, err := freePort()
 		if err != nil {
-			stopAll()
+			sv.stop()
 			return err
 		}
-		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDaemon)
+		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDatanode)
 		if err != nil {
-			stopAll()
+			sv.stop()
 			return err
 		}
-		if err := start(fmt.Sprintf("dn%d.log", i), "datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr,
-			"-security", *dataSecFlag, "-namenode-security", *secFlag, "-credential", dnCred, "-ticket-key", ticketKey); err != nil {
-			stopAll()
+		dn := sv.add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr,
+			"-security", *dataSecFlag, "-namenode-security", *secFlag, "-credential", dnCred, "-ticket-key", ticketKey})
+		if err := sv.start(dn); err != nil {
+			sv.stop()
 			return err
 		}
 	}
 	cfg := client.Config{Cluster: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, CredentialFile: adminCred}
-	if err := waitDatanodes(ctx, cfg, *n, procs); err != nil {
-		stopAll()
+	if err := sv.waitDatanodes(ctx, cfg, *n); err != nil {
+		sv.stop()
 		return fmt.Errorf("%w (see the logs in %s)", err, *dir)
 	}
-	var pidLines []string
-	for _, p := range procs {
-		pidLines = append(pidLines, strconv.Itoa(p.Process.Pid))
-	}
-	if err := os.WriteFile(filepath.Join(*dir, "pids"), []byte(strings.Join(pidLines, "\n")+"\n"), 0o644); err != nil {
-		stopAll()
+	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred}})
+	if err := writePrivate(filepath.Join(*dir, "client.conf"), []byte(conf)); err != nil {
+		sv.stop()
 		return err
 	}
-	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred}})
-	os.WriteFile(filepath.Join(*dir, "client.conf"), []byte(conf), 0o644)
 	cfgPath := client.ConfigFile()
 	if *writeCfg {
-		if err := os.WriteFile(cfgPath, []byte(conf), 0o644); err != nil {
-			stopAll()
+		if err := writePrivate(cfgPath, []byte(conf)); err != nil {
+			sv.stop()
 			return err
 		}
 	}
@@ -202,50 +230,322 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		fmt.Fprintf(stdout, "use it with: export PLASMAFS_CONFIG=%s\n", filepath.Join(*dir, "client.conf"))
 	}
 	fmt.Fprintf(stdout, "  plasma put -rep 2 somefile /somefile\n  plasma ls -l /\n  plasma blocks /somefile\n")
-	if *detach {
-		fmt.Fprintf(stdout, "stop it with: plasma cluster down -dir %s\n", *dir)
-		for _, p := range procs {
-			p.Process.Release()
+	if ready != nil {
+		fmt.Fprintf(stdout, "members that die are restarted (log: %s)\nstop it with: plasma cluster down -dir %s\n", filepath.Join(*dir, "cluster.log"), *dir)
+		// From now on the supervisor's output goes to its log; the
+		// parent sees the end of its output and returns.
+		lf, err := os.OpenFile(filepath.Join(*dir, "cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			sv.stop()
+			return err
 		}
-		return nil
+		unix.Dup2(int(lf.Fd()), 1)
+		unix.Dup2(int(lf.Fd()), 2)
+		lf.Close()
+		io.WriteString(ready, "up\n")
+		ready.Close()
+		sv.report("cluster %q is up: namenode %s, %d datanodes", *name, *nnAddr, *n)
+	} else {
+		fmt.Fprintf(stdout, "members that die are restarted; press Ctrl-C (or run 'plasma cluster down -dir %s') to stop\n", *dir)
+		// Closing the terminal stops the cluster too.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGHUP)
+		defer stop()
 	}
-	fmt.Fprintln(stdout, "press Ctrl-C to stop")
-	exited := make(chan *exec.Cmd, len(procs))
-	for _, p := range procs {
-		go func() { p.Wait(); exited <- p }()
+	return sv.supervise(ctx)
+}
+
+// startSupervisor runs 'cluster up' again as a background supervisor in
+// its own session, relays its output until the cluster is up (or start-up
+// failed) and returns.
+func startSupervisor(ctx context.Context, args []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
 	}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(stdout, "stopping cluster")
-		for _, p := range procs {
-			p.Process.Signal(syscall.SIGTERM)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer outR.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return err
+	}
+	defer readyR.Close()
+	cmd := exec.Command(self, append([]string{"cluster", "up"}, args...)...)
+	cmd.Env = append(os.Environ(), envSupervisor+"=1")
+	cmd.Stdout, cmd.Stderr = outW, outW
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	outW.Close()
+	readyW.Close()
+	if err != nil {
+		return err
+	}
+	relayed := make(chan struct{})
+	go func() { io.Copy(stdout, outR); close(relayed) }()
+	// Ctrl-C during start-up stops the supervisor (and what it started).
+	stopSupervisor := context.AfterFunc(ctx, func() { cmd.Process.Signal(syscall.SIGTERM) })
+	defer stopSupervisor()
+	line, _ := bufio.NewReader(readyR).ReadString('\n')
+	<-relayed
+	if line == "up\n" {
+		return cmd.Process.Release()
+	}
+	st, err := cmd.Process.Wait()
+	if err != nil {
+		return err
+	}
+	if code := st.ExitCode(); code > 0 {
+		return exitStatus(code) // it said why
+	}
+	return fmt.Errorf("cluster supervisor ended during start-up (%v)", st)
+}
+
+// A member is one process of the cluster.
+type member struct {
+	name  string // dn1, namenode
+	kind  string // datanode, namenode
+	log   string
+	args  []string
+	cmd   *exec.Cmd // nil while not running
+	since time.Time
+	delay time.Duration
+}
+
+func (m *member) String() string {
+	if m.kind == m.name {
+		return m.name
+	}
+	return m.kind + " " + m.name
+}
+
+type exitEvent struct {
+	m   *member
+	err error
+}
+
+// supervisor starts the cluster's members and restarts those that die.
+type supervisor struct {
+	self    string
+	dir     string
+	members []*member
+	exits   chan exitEvent // a member's process ended
+	restart chan *member   // a member's backoff is over
+	done    chan struct{}  // closed when stopping: no more restarts
+}
+
+func (sv *supervisor) add(name, kind string, args []string) *member {
+	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, delay: restartMin}
+	sv.members = append(sv.members, m)
+	return m
+}
+
+func (sv *supervisor) report(format string, args ...any) {
+	fmt.Fprintf(stdout, "%s plasma cluster: %s\n", time.Now().Format("2006-01-02 15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// start starts m's process; its end arrives on sv.exits.
+func (sv *supervisor) start(m *member) error {
+	lf, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	cmd := exec.Command(sv.self, m.args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	// Its own process group: Ctrl-C reaches the supervisor only, which
+	// stops the members in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", m, err)
+	}
+	m.cmd, m.since = cmd, time.Now()
+	go func() { err := cmd.Wait(); sv.exits <- exitEvent{m, err} }()
+	return sv.writePids()
+}
+
+// writePids records the supervisor's and the running members' process ids
+// for 'cluster down'.
+func (sv *supervisor) writePids() error {
+	lines := []string{fmt.Sprintf("supervisor %d", os.Getpid())}
+	for _, m := range sv.members {
+		if m.cmd != nil {
+			lines = append(lines, fmt.Sprintf("%s %d", m.name, m.cmd.Process.Pid))
 		}
-		for range procs {
-			<-exited
+	}
+	return writePrivate(filepath.Join(sv.dir, "pids"), []byte(strings.Join(lines, "\n")+"\n"))
+}
+
+// exited handles a member's end during start-up and returns it as an error.
+func (sv *supervisor) exited(ev exitEvent) error {
+	ev.m.cmd = nil
+	return fmt.Errorf("%s exited during start-up (%v)%s", ev.m, ev.err, lastLogLine(ev.m.log))
+}
+
+// supervise restarts members that die until ctx ends, then stops them all.
+func (sv *supervisor) supervise(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			sv.report("stopping cluster")
+			sv.stop()
+			sv.report("cluster stopped")
+			return nil
+		case ev := <-sv.exits:
+			m := ev.m
+			pid := m.cmd.Process.Pid
+			if time.Since(m.since) >= restartStable {
+				m.delay = restartMin
+			}
+			why := ""
+			if m.cmd.ProcessState.ExitCode() >= 0 { // it exited, was not killed: say why
+				why = lastLogLine(m.log)
+			}
+			m.cmd = nil
+			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, time.Since(m.since).Round(time.Millisecond), ev.err, m.delay, why)
+			sv.writePids()
+			sv.after(m)
+		case m := <-sv.restart:
+			if err := sv.start(m); err != nil {
+				sv.report("%v; trying again in %v", err, m.delay)
+				sv.after(m)
+				continue
+			}
+			sv.report("%s restarted (pid %d)", m, m.cmd.Process.Pid)
 		}
-		os.Remove(filepath.Join(*dir, "pids"))
-		return nil
-	case p := <-exited:
-		for _, q := range procs {
-			q.Process.Signal(syscall.SIGTERM)
-		}
-		os.Remove(filepath.Join(*dir, "pids"))
-		return fmt.Errorf("%s exited unexpectedly (%v); cluster stopped, see logs in %s", p.Args[1], p.ProcessState, *dir)
 	}
 }
 
-func waitListening(ctx context.Context, addr string, p *exec.Cmd) error {
-	exited := make(chan error, 1)
-	go func() {
-		// Only to notice an early exit; the caller reaps it later.
-		for {
-			if err := p.Process.Signal(syscall.Signal(0)); err != nil {
-				exited <- err
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+// after schedules m's restart after its backoff and doubles the backoff.
+func (sv *supervisor) after(m *member) {
+	time.AfterFunc(m.delay, func() {
+		select {
+		case sv.restart <- m:
+		case <-sv.done:
 		}
-	}()
+	})
+	m.delay = min(2*m.delay, restartMax)
+}
+
+// stop stops every member: SIGTERM, datanodes first, and SIGKILL for those
+// still running after 20 seconds.
+func (sv *supervisor) stop() {
+	close(sv.done)
+	running := 0
+	for i := len(sv.members) - 1; i >= 0; i-- {
+		if m := sv.members[i]; m.cmd != nil {
+			m.cmd.Process.Signal(syscall.SIGTERM)
+			running++
+		}
+	}
+	kill := time.After(20 * time.Second)
+	for running > 0 {
+		select {
+		case ev := <-sv.exits:
+			ev.m.cmd = nil
+			running--
+		case <-kill:
+			for _, m := range sv.members {
+				if m.cmd != nil {
+					sv.report("%s (pid %d) did not stop within 20s; killing it", m, m.cmd.Process.Pid)
+					m.cmd.Process.Kill()
+				}
+			}
+		}
+	}
+	os.Remove(filepath.Join(sv.dir, "pids"))
+}
+
+// lastLogLine returns ": " and the last line of a log file, or "".
+func lastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(0, st.Size()-int64(len(buf)))
+	k, _ := f.ReadAt(buf, off)
+	lines := strings.Split(strings.TrimSpace(string(buf[:k])), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	if len(last) > 300 {
+		last = last[:300] + "..."
+	}
+	return " (last log line: " + escapeText(last) + ")"
+}
+
+// writePrivate writes a file readable by its owner only, replacing an
+// existing one (whatever its permissions were) atomically.
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// tightenPermissions makes the secrets (0700/0600), database, logs and
+// client configuration of a cluster directory created by an older version
+// private to their owner.
+func tightenPermissions(dir string) {
+	tighten := func(p string, allowed fs.FileMode) {
+		st, err := os.Lstat(p)
+		if err != nil || st.Mode()&fs.ModeSymlink != 0 {
+			return
+		}
+		if perm := st.Mode().Perm(); perm&^allowed != 0 {
+			if os.Chmod(p, perm&allowed) == nil {
+				fmt.Fprintf(stdout, "permissions of %s tightened from %04o to %04o\n", p, perm, perm&allowed)
+			}
+		}
+	}
+	tighten(dir, 0o750)
+	secDir := filepath.Join(dir, "secrets")
+	tighten(secDir, 0o700)
+	if ents, err := os.ReadDir(secDir); err == nil {
+		for _, e := range ents {
+			tighten(filepath.Join(secDir, e.Name()), 0o600)
+		}
+	}
+	names := []string{"client.conf", "pids"}
+	if ms, err := filepath.Glob(filepath.Join(dir, "namenode.db*")); err == nil {
+		names = append(names, ms...)
+	}
+	if ms, err := filepath.Glob(filepath.Join(dir, "*.log")); err == nil {
+		names = append(names, ms...)
+	}
+	for _, n := range names {
+		if !filepath.IsAbs(n) && !strings.HasPrefix(n, dir) {
+			n = filepath.Join(dir, n)
+		}
+		tighten(n, 0o640)
+	}
+}
+
+func (sv *supervisor) waitListening(ctx context.Context, addr string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -256,15 +556,15 @@ func waitListening(ctx context.Context, addr string, p *exec.Cmd) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-exited:
-			return fmt.Errorf("process exited: %v", err)
+		case ev := <-sv.exits:
+			return sv.exited(ev)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return errors.New("timed out")
 }
 
-func waitDatanodes(ctx context.Context, cfg client.Config, n int, procs []*exec.Cmd) error {
+func (sv *supervisor) waitDatanodes(ctx context.Context, cfg client.Config, n int) error {
 	c, err := client.New(ctx, cfg)
 	if err != nil {
 		return err
@@ -279,37 +579,55 @@ func waitDatanodes(ctx context.Context, cfg client.Config, n int, procs []*exec.
 		if int(s.LiveDatanodes) >= n {
 			return nil
 		}
-		for _, p := range procs {
-			if p.Process.Signal(syscall.Signal(0)) != nil {
-				return fmt.Errorf("%s exited during start-up", strings.Join(p.Args[1:3], " "))
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case ev := <-sv.exits:
+			return sv.exited(ev)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("only some of %d datanodes registered in time", n)
 }
 
-func readPids(dir string) ([]int, error) {
+// A pidEntry is one line of a cluster directory's pids file: supervisor,
+// namenode or dnN, and the process id ("" for files of older versions,
+// which held the namenode's and then the datanodes' ids).
+type pidEntry struct {
+	role string
+	pid  int
+}
+
+func readPids(dir string) ([]pidEntry, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "pids"))
 	if err != nil {
 		return nil, err
 	}
-	var out []int
-	for _, l := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(l); err == nil {
-			out = append(out, p)
+	var out []pidEntry
+	for _, l := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(l)
+		var e pidEntry
+		switch len(fs) {
+		case 1:
+			e.pid, err = strconv.Atoi(fs[0])
+		case 2:
+			e.role = fs[0]
+			e.pid, err = strconv.Atoi(fs[1])
+		default:
+			continue
+		}
+		if err == nil && e.pid > 0 {
+			out = append(out, e)
 		}
 	}
 	return out, nil
 }
 
-func anyAlive(pids []int) bool {
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func anyAlive(pids []pidEntry) bool {
 	for _, p := range pids {
-		if syscall.Kill(p, 0) == nil {
+		if alive(p.pid) {
 			return true
 		}
 	}
@@ -317,25 +635,47 @@ func anyAlive(pids []int) bool {
 }
 
 func cmdClusterDown(ctx context.Context, args []string) error {
-	f := newFlags("cluster down", "[-dir DIR]", "Stop a local cluster started with 'plasma cluster up -detach'.", false)
+	f := newFlags("cluster down", "[-dir DIR]", "Stop a local cluster started with 'plasma cluster up' (with or without -detach).", false)
 	dir := f.String("dir", defaultClusterDir(), "cluster directory")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if len(f.pos) != 0 {
+		return usagef("unexpected argument %q", f.pos[0])
 	}
 	pids, err := readPids(*dir)
 	if err != nil {
 		return fmt.Errorf("no running cluster recorded in %s: %w", *dir, err)
 	}
-	// Datanodes first, then the namenode (the first pid).
-	for i := len(pids) - 1; i >= 0; i-- {
-		syscall.Kill(pids[i], syscall.SIGTERM)
+	// The supervisor stops its members (and restarts none); without one,
+	// datanodes first, then the namenode.
+	supervised := false
+	for _, p := range pids {
+		if p.role == "supervisor" && alive(p.pid) {
+			supervised = syscall.Kill(p.pid, syscall.SIGTERM) == nil
+		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	if !supervised {
+		for i := len(pids) - 1; i >= 0; i-- {
+			syscall.Kill(pids[i].pid, syscall.SIGTERM)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
 	for anyAlive(pids) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if anyAlive(pids) {
-		return fmt.Errorf("cluster processes %v did not stop within 30s", pids)
+		var left []int
+		for _, p := range pids {
+			if alive(p.pid) {
+				left = append(left, p.pid)
+			}
+		}
+		return fmt.Errorf("cluster processes %v did not stop within 60s", left)
 	}
 	os.Remove(filepath.Join(*dir, "pids"))
 	fmt.Fprintf(stdout, "cluster in %s stopped\n", *dir)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,15 +15,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/wire"
 )
 
 func init() {
 	register("put", "[-rep N] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
 	register("get", "/path LOCALFILE", "copy a PlasmaFS file to a local file", cmdGet)
 	register("cat", "/path...", "write PlasmaFS files to stdout", cmdCat)
-	register("ls", "[-l] [-i] [-a] [-d] [-1] [/path|glob...]", "list directories", cmdLs)
+	register("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
 	register("mkdir", "[-p] [-mode MODE] /dir...", "create directories", cmdMkdir)
 	register("create", "[-rep N] /path...", "create new empty files", cmdCreate)
 	register("rm", "[-r] /path|glob...", "remove files (and with -r, directory trees)", cmdRm)
@@ -31,7 +35,7 @@ func init() {
 	register("cp", "[-rep N] /from /to", "copy a file within PlasmaFS", cmdCp)
 	register("chmod", "MODE /path...", "change permission bits (octal)", cmdChmod)
 	register("chown", "USER[:GROUP] /path...", "change owner and group", cmdChown)
-	register("stat", "/path...", "show inode attributes", cmdStat)
+	register("stat", "[-json] /path...", "show inode attributes", cmdStat)
 	register("blocks", "/path|glob...", "show block lists (file index range: datanode block ranges)", cmdBlocks)
 	register("fsstat", "", "show filesystem totals and datanodes", cmdFsstat)
 	register("fsck", "", "check metadata and every block replica; exit 1 on problems", cmdFsck)
@@ -65,7 +69,9 @@ func withClient(ctx context.Context, f *flags, args []string, min, max int, fn f
 func expand(ctx context.Context, c *client.Client, args []string) ([]string, error) {
 	var out []string
 	for _, a := range args {
-		if !strings.ContainsAny(a, "*?[") {
+		// Not a pattern, or not a well-formed one (such as a name with an
+		// escape sequence "\x1b[31m" in it): the path itself.
+		if _, err := path.Match(a, ""); !strings.ContainsAny(a, "*?[") || err != nil {
 			out = append(out, a)
 			continue
 		}
@@ -88,9 +94,10 @@ func expand(ctx context.Context, c *client.Client, args []string) ([]string, err
 
 func cmdPut(ctx context.Context, args []string) error {
 	f := newFlags("put", "[-rep N] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet.\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
-	rep := f.Int("rep", 0, "replication (0: cluster default)")
+	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
 	useStdin := f.Bool("stdin", false, "read the data from standard input")
-	every := f.Int64("commit-every", 1<<30, "commit after this many bytes")
+	var every int64 = 1 << 30
+	f.sizeRange(&every, "commit-every", 1<<20, 1<<50, "commit after this many bytes")
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
 	if err := f.parse(args); err != nil {
@@ -132,12 +139,12 @@ func cmdPut(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	bar := newProgress(size, "put", quiet)
-	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: *every})
+	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: every})
 	bar.finish()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Copied: %s -> %s (%d bytes)\n", name, dst, n)
+	fmt.Fprintf(stdout, "Copied: %s -> %s (%d bytes)\n", escapeName(name), escapeName(dst), n)
 	return nil
 }
 
@@ -275,6 +282,57 @@ func cmdCat(ctx context.Context, args []string) error {
 	})
 }
 
+// escapeName renders a name (file name, path, symlink target, user) for a
+// terminal or a line-oriented reader: backslash, control characters,
+// other non-printable characters and invalid UTF-8 are escaped (\\, \n,
+// \t, \x1b, \u200e, \xff for a byte that is not UTF-8), so one name is
+// always one line and no name can send control sequences to a terminal.
+// The exact bytes are in the -json output.
+func escapeName(s string) string { return escape(s, true) }
+
+// escapeText is escapeName for messages (errors, fsck problems): the same,
+// except that backslashes are left as they are.
+func escapeText(s string) string { return escape(s, false) }
+
+func escape(s string, backslash bool) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || (c == '\\' && backslash) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\' && backslash:
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		case r < 0x10000:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
 func typeChar(t client.FileType) byte {
 	switch t {
 	case client.TypeDir:
@@ -286,8 +344,9 @@ func typeChar(t client.FileType) byte {
 }
 
 func cmdLs(ctx context.Context, args []string) error {
-	f := newFlags("ls", "[-l] [-i] [-a] [-d] [-1] [/path|glob...]", "List directories (default /).", true)
+	f := newFlags("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "List directories (default /).\nNames are printed with control characters, backslashes and bytes that are not\nUTF-8 escaped (\\n, \\x1b, \\\\, \\xff), one entry per line; -json has the exact names.", true)
 	long := f.Bool("l", false, "long format")
+	asJSON := f.Bool("json", false, "one JSON object per entry and line, with all attributes and the exact names\n(a name that is not valid UTF-8 also as name_base64, path_base64, target_base64)")
 	inum := f.Bool("i", false, "show inode numbers")
 	all := f.Bool("a", false, "include names starting with '.'")
 	dirOnly := f.Bool("d", false, "list a directory itself, not its contents")
@@ -331,14 +390,20 @@ func cmdLs(ctx context.Context, args []string) error {
 						}
 						items = append(items, lsItem{e.Name, efi})
 					}
-					if len(targets) > 1 {
+					if len(targets) > 1 && !*asJSON {
 						if ti > 0 {
 							fmt.Fprintln(stdout)
 						}
-						fmt.Fprintf(stdout, "%s:\n", t)
+						fmt.Fprintf(stdout, "%s:\n", escapeName(t))
 					}
 				} else {
 					items = append(items, lsItem{t, fi})
+				}
+				if *asJSON {
+					if err := printJSON(items, t, fi.IsDir() && !*dirOnly); err != nil {
+						return err
+					}
+					continue
 				}
 				printLs(items, *long, *inum)
 			}
@@ -360,12 +425,12 @@ func printLs(items []lsItem, long, inum bool) {
 		if inum {
 			r = append(r, strconv.FormatUint(it.fi.Ino, 10))
 		}
-		name := it.name
+		name := escapeName(it.name)
 		if long {
 			if it.fi.Type == client.TypeSymlink {
-				name += " -> " + it.fi.Target
+				name += " -> " + escapeName(it.fi.Target)
 			}
-			r = append(r, string(typeChar(it.fi.Type))+modeString(it.fi.Mode), strconv.Itoa(int(it.fi.Nlink)), it.fi.User, it.fi.Group,
+			r = append(r, string(typeChar(it.fi.Type))+modeString(it.fi.Mode), strconv.Itoa(int(it.fi.Nlink)), escapeName(it.fi.User), escapeName(it.fi.Group),
 				strconv.FormatInt(it.fi.Size, 10), it.fi.Mtime.Format("2006-01-02 15:04"))
 		}
 		rows[i] = append(r, name)
@@ -393,6 +458,72 @@ func printLs(items []lsItem, long, inum bool) {
 		}
 		fmt.Fprintln(stdout, b.String())
 	}
+}
+
+// jsonEntry is one line of ls -json and stat -json. Strings are the exact
+// names when they are valid UTF-8 (JSON cannot carry other bytes); for a
+// name that is not, the exact bytes are in the _base64 field beside it.
+type jsonEntry struct {
+	Path         string `json:"path"`
+	PathBase64   []byte `json:"path_base64,omitempty"`
+	Name         string `json:"name"`
+	NameBase64   []byte `json:"name_base64,omitempty"`
+	Ino          uint64 `json:"ino"`
+	Type         string `json:"type"`
+	Mode         string `json:"mode"`
+	Nlink        uint32 `json:"nlink"`
+	User         string `json:"user"`
+	Group        string `json:"group"`
+	Size         int64  `json:"size"`
+	Mtime        string `json:"mtime"`
+	Ctime        string `json:"ctime"`
+	Rep          int    `json:"rep,omitempty"`
+	Seq          uint64 `json:"seq,omitempty"`
+	Target       string `json:"target,omitempty"`
+	TargetBase64 []byte `json:"target_base64,omitempty"`
+}
+
+// exactBytes returns s's bytes when JSON cannot carry s as it is.
+func exactBytes(s string) []byte {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	return []byte(s)
+}
+
+func newJSONEntry(p string, fi client.FileInfo) jsonEntry {
+	name := path.Base(p)
+	e := jsonEntry{Path: p, PathBase64: exactBytes(p), Name: name, NameBase64: exactBytes(name), Ino: fi.Ino, Type: fi.Type.String(),
+		Mode: fmt.Sprintf("%04o", client.UnixBits(fi.Mode)), Nlink: fi.Nlink, User: fi.User, Group: fi.Group, Size: fi.Size,
+		Mtime: fi.Mtime.UTC().Format(time.RFC3339Nano), Ctime: fi.Ctime.UTC().Format(time.RFC3339Nano)}
+	if fi.Type == client.TypeFile {
+		e.Rep, e.Seq = fi.Rep, fi.Seq
+	}
+	if fi.Type == client.TypeSymlink {
+		e.Target, e.TargetBase64 = fi.Target, exactBytes(fi.Target)
+	}
+	return e
+}
+
+// printJSON prints items as JSON lines; in a listing of directory dir
+// their names are entries of dir.
+func printJSON(items []lsItem, dir string, listing bool) error {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		p := it.name
+		if listing {
+			p = path.Join(dir, it.name)
+		}
+		e := newJSONEntry(p, it.fi)
+		if listing {
+			e.Name, e.NameBase64 = it.name, exactBytes(it.name)
+		}
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isNumber(s string) bool {
@@ -469,7 +600,7 @@ func cmdMkdir(ctx context.Context, args []string) error {
 
 func cmdCreate(ctx context.Context, args []string) error {
 	f := newFlags("create", "[-rep N] /path...", "Create new, empty files (they must not exist).", true)
-	rep := f.Int("rep", 0, "replication (0: cluster default)")
+	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
 	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
 		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			for _, p := range f.pos {
@@ -553,7 +684,7 @@ func cmdLn(ctx context.Context, args []string) error {
 
 func cmdCp(ctx context.Context, args []string) error {
 	f := newFlags("cp", "[-rep N] /from /to", "Copy a file within PlasmaFS (the copy is new; /to must not exist).", true)
-	rep := f.Int("rep", 0, "replication of the copy (0: same as the source)")
+	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of the copy (0: same as the source)")
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
@@ -631,7 +762,8 @@ func forEachInode(ctx context.Context, c *client.Client, args []string, s client
 }
 
 func cmdStat(ctx context.Context, args []string) error {
-	f := newFlags("stat", "/path...", "Show inode attributes.", true)
+	f := newFlags("stat", "[-json] /path...", "Show inode attributes.", true)
+	asJSON := f.Bool("json", false, "one JSON object per path and line (as ls -json)")
 	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
 		paths, err := expand(ctx, c, f.pos)
 		if err != nil {
@@ -643,14 +775,20 @@ func cmdStat(ctx context.Context, args []string) error {
 				if err != nil {
 					return err
 				}
+				if *asJSON {
+					if err := printJSON([]lsItem{{p, fi}}, "", false); err != nil {
+						return err
+					}
+					continue
+				}
 				fmt.Fprintf(stdout, "  path: %s\n inode: %d\n  type: %s\n  mode: %04o (%c%s)\n owner: %s\n group: %s\n  size: %d\n links: %d\n mtime: %s\n ctime: %s\n",
-					p, fi.Ino, fi.Type, client.UnixBits(fi.Mode), typeChar(fi.Type), modeString(fi.Mode), fi.User, fi.Group, fi.Size, fi.Nlink,
+					escapeName(p), fi.Ino, fi.Type, client.UnixBits(fi.Mode), typeChar(fi.Type), modeString(fi.Mode), escapeName(fi.User), escapeName(fi.Group), fi.Size, fi.Nlink,
 					fi.Mtime.Format(time.RFC3339Nano), fi.Ctime.Format(time.RFC3339Nano))
 				if fi.Type == client.TypeFile {
 					fmt.Fprintf(stdout, "   rep: %d\n   seq: %d\n", fi.Rep, fi.Seq)
 				}
 				if fi.Type == client.TypeSymlink {
-					fmt.Fprintf(stdout, "target: %s\n", fi.Target)
+					fmt.Fprintf(stdout, "target: %s\n", escapeName(fi.Target))
 				}
 			}
 			return nil
@@ -677,7 +815,7 @@ func cmdBlocks(ctx context.Context, args []string) error {
 				fmt.Fprintln(stdout)
 			}
 			if len(paths) > 1 {
-				fmt.Fprintf(stdout, "%s:\n", p)
+				fmt.Fprintf(stdout, "%s:\n", escapeName(p))
 			}
 			fmt.Fprint(stdout, FormatBlocks(xs, fi.Rep))
 		}
@@ -728,7 +866,7 @@ func cmdFsstat(ctx context.Context, args []string) error {
 			if !n.Alive {
 				state = "DEAD"
 			}
-			fmt.Fprintf(stdout, "datanode %d %s %s %s used %d/%d blocks\n", n.ID, n.Identity, n.Addr, state, n.Used, n.Blocks)
+			fmt.Fprintf(stdout, "datanode %d %s %s %s used %d/%d blocks\n", n.ID, escapeName(n.Identity), escapeName(n.Addr), state, n.Used, n.Blocks)
 		}
 		return nil
 	})
@@ -755,7 +893,7 @@ func cmdFsck(ctx context.Context, args []string) error {
 			return err
 		}
 		for _, p := range rep.Problems {
-			fmt.Fprintln(stdout, p)
+			fmt.Fprintln(stdout, escapeText(p))
 		}
 		fmt.Fprintf(stdout, "fsck: %d files, %d blocks checked, %d problems\n", rep.Files, rep.Blocks, len(rep.Problems))
 		if len(rep.Problems) > 0 {

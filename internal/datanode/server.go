@@ -95,18 +95,43 @@ func Open(cfg Config) (*Server, error) {
 // Store returns the block store.
 func (s *Server) Store() *BlockStore { return s.store }
 
+// Backoff between attempts to reach the namenode.
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// unreachableError is a failure to reach the namenode (to connect, or to
+// get an answer): worth trying again, unlike a refusal.
+type unreachableError struct{ error }
+
+func (e unreachableError) Unwrap() error { return e.error }
+
 // Register connects to the namenode and registers this volume at addr (the
-// data protocol address). It returns an error if the namenode refuses the
-// volume (other cluster, other blocksize); afterwards it keeps sending
+// data protocol address). While the namenode cannot be reached it retries
+// with backoff until ctx ends; it returns an error if the namenode refuses
+// the volume (other cluster, other blocksize). Afterwards it keeps sending
 // heartbeats and re-registers after a lost connection until Close.
 func (s *Server) Register(ctx context.Context, addr, socket string) error {
-	c, err := s.register(ctx, addr, socket)
-	if err != nil {
-		return err
+	delay := retryMin
+	for {
+		c, err := s.register(ctx, addr, socket)
+		if err == nil {
+			s.wg.Add(1)
+			go s.heartbeats(c, addr, socket)
+			return nil
+		}
+		if !errors.As(err, new(unreachableError)) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Warn("namenode unreachable, retrying", "namenode", s.cfg.Namenode, "in", delay, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up: %w", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, retryMax)
 	}
-	s.wg.Add(1)
-	go s.heartbeats(c, addr, socket)
-	return nil
 }
 
 func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
@@ -117,9 +142,13 @@ func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
 func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
 	c, err := rpc.Dial(ctx, s.cfg.Namenode, s.cfg.NamenodeSecurity, s.cfg.Credential)
 	if err != nil {
-		return nil, err
+		return nil, unreachableError{err}
 	}
 	resp, err := c.Call(ctx, &wire.Request{Op: wire.OpRegister, Node: s.nodeInfo(addr, socket)})
+	if err != nil {
+		c.Close()
+		return nil, unreachableError{err}
+	}
 	if err == nil && resp.Code != wire.OK {
 		err = fmt.Errorf("namenode %s refused datanode: %s", s.cfg.Namenode, resp.Msg)
 	}
@@ -141,20 +170,32 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 	t := time.NewTicker(s.cfg.Heartbeat)
 	defer t.Stop()
 	ni := s.nodeInfo(addr, socket)
+	var retry time.Time // no attempt to re-register before this
+	delay := retryMin
 	for {
 		select {
 		case <-s.stop:
-			c.Close()
+			if c != nil {
+				c.Close()
+			}
 			return
 		case <-t.C:
 		}
 		if c == nil {
-			var err error
-			c, err = s.register(context.Background(), addr, socket)
-			if err != nil {
-				s.log.Warn("namenode unreachable, retrying", "err", err)
+			if time.Now().Before(retry) {
 				continue
 			}
+			var err error
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c, err = s.register(ctx, addr, socket)
+			cancel()
+			if err != nil {
+				s.log.Warn("namenode unreachable, retrying", "namenode", s.cfg.Namenode, "in", delay, "err", err)
+				retry = time.Now().Add(delay)
+				delay = min(2*delay, retryMax)
+				continue
+			}
+			delay = retryMin
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := c.Call(ctx, &wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -148,35 +149,56 @@ type BlockStore struct {
 // ErrChecksum reports a block whose content does not match its checksum.
 var ErrChecksum = errors.New("checksum mismatch")
 
-// OpenBlockStore opens the volume in dir.
+// OpenBlockStore opens the volume in dir. A damaged volume (config
+// unreadable, data or crc file missing or shorter than the config says) is
+// refused with an error naming the file.
 func OpenBlockStore(dir string) (*BlockStore, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "config"))
+	cfgPath := filepath.Join(dir, "config")
+	b, err := os.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a datanode volume (run 'plasma datanode init'): %w", dir, err)
 	}
 	s := &BlockStore{}
-	if err := json.Unmarshal(b, &s.Config); err != nil || s.Config.Identity == "" || s.Config.Blocksize == 0 {
-		return nil, fmt.Errorf("%s/config is corrupt: %v", dir, err)
+	switch err := json.Unmarshal(b, &s.Config); {
+	case len(b) == 0:
+		return nil, fmt.Errorf("%s is empty (truncated): the volume is damaged", cfgPath)
+	case err != nil:
+		return nil, fmt.Errorf("%s/config is corrupt (truncated or overwritten?): %v", dir, err)
+	case s.Config.Identity == "" || s.Config.Blocksize == 0 || s.Config.Blocksize&(s.Config.Blocksize-1) != 0 ||
+		s.Config.Blocks == 0 || s.Config.Blocks > math.MaxInt64/uint64(s.Config.Blocksize):
+		return nil, fmt.Errorf("%s/config is corrupt: identity %q, %d blocks of %d bytes", dir, s.Config.Identity, s.Config.Blocks, s.Config.Blocksize)
 	}
-	if s.data, err = os.OpenFile(filepath.Join(dir, "data"), os.O_RDWR, 0); err != nil {
-		return nil, err
+	dataPath, crcPath := filepath.Join(dir, "data"), filepath.Join(dir, "crc")
+	if s.data, err = os.OpenFile(dataPath, os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
 	}
-	if s.crcf, err = os.OpenFile(filepath.Join(dir, "crc"), os.O_RDWR, 0); err != nil {
+	if s.crcf, err = os.OpenFile(crcPath, os.O_RDWR, 0); err != nil {
 		s.data.Close()
-		return nil, err
+		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
 	}
-	st, err := s.data.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if want := int64(s.Config.Blocks) * int64(s.Config.Blocksize); st.Size() < want {
-		s.Close()
-		return nil, fmt.Errorf("%s/data is %d bytes, config says %d blocks of %d: the volume is damaged", dir, st.Size(), s.Config.Blocks, s.Config.Blocksize)
+	for _, f := range []struct {
+		path string
+		fh   *os.File
+		want int64
+		what string
+	}{
+		{dataPath, s.data, int64(s.Config.Blocks) * int64(s.Config.Blocksize), fmt.Sprintf("%d blocks of %d bytes", s.Config.Blocks, s.Config.Blocksize)},
+		{crcPath, s.crcf, 4 * int64(s.Config.Blocks), fmt.Sprintf("checksums of %d blocks", s.Config.Blocks)},
+	} {
+		st, err := f.fh.Stat()
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		if st.Size() < f.want {
+			s.Close()
+			return nil, fmt.Errorf("%s is truncated: %d bytes, but %s (as %s says) need %d: the volume is damaged", f.path, st.Size(), f.what, cfgPath, f.want)
+		}
 	}
 	raw := make([]byte, 4*s.Config.Blocks)
 	if _, err := s.crcf.ReadAt(raw, 0); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("%s/crc: %w", dir, err)
+		return nil, fmt.Errorf("%s: %w", crcPath, err)
 	}
 	s.crcs = make([]uint32, s.Config.Blocks)
 	for i := range s.crcs {
