@@ -101,6 +101,8 @@ type Txn struct {
 	gen   uint64 // namenode connection generation of the first request
 	used  bool
 	ended bool
+	auto  bool // Client.Auto: the first request commits (compound)
+	async bool // commit acknowledged once applied (Async)
 	// begun is closed once the request that begins the transaction on the
 	// namenode has been answered; a request racing it (a file's
 	// background flush) waits, as the namenode refuses unknown ids.
@@ -118,6 +120,10 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		return nil, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}
 	q.Txn = tx.id
+	tx.autoFlags(q)
+	if q.Op == wire.OpCommit && tx.async {
+		q.Flags |= wire.FlagAsync
+	}
 	nn, gen := tx.c.conn()
 	tx.mu.Lock()
 	first := !tx.used
@@ -147,9 +153,9 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 			// Replace the connection for later transactions; this one is gone.
 			tx.c.reconnect(ctx, nn)
 		}
-		return nil, err
+		return nil, tx.autoResult(q, err)
 	}
-	return r, tx.c.noteResponse(r)
+	return r, tx.autoResult(q, tx.c.noteResponse(r))
 }
 
 // Commit writes out buffered file data, makes it durable on every datanode
@@ -158,6 +164,9 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 // sent, the outcome is not known and Commit returns an error matching
 // ErrCommitUnknown: the transaction may or may not have committed.
 func (tx *Txn) Commit(ctx context.Context) error {
+	if tx.ended && tx.auto {
+		return nil // committed (or failed) with its request
+	}
 	if tx.ended {
 		return fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}
@@ -440,51 +449,6 @@ func (tx *Txn) Blocks(ctx context.Context, ino uint64) ([]Extent, error) {
 		}
 	}
 	return out, nil
-}
-
-// FsckReport is the result of a filesystem check.
-type FsckReport struct {
-	Problems []string // one line each, naming the path
-	Files    int
-	Blocks   int
-}
-
-// Fsck checks the metadata and every block replica's checksum on its
-// datanode.
-func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
-	// In a transaction, so the namenode hands out read tickets.
-	tx, _ := c.Begin(ctx)
-	defer tx.Abort(ctx)
-	r, err := tx.call(ctx, &wire.Request{Op: wire.OpFsck})
-	if err != nil {
-		return FsckReport{}, err
-	}
-	rep := FsckReport{Problems: r.Problems, Files: len(r.Files)}
-	for _, f := range r.Files {
-		for _, x := range f.Extents {
-			rep.Blocks += int(x.Count)
-			for ri, rp := range x.Replicas {
-				n, ok := c.node(rp.Node)
-				if !ok {
-					continue
-				}
-				bad, crcs, err := c.data.verify(ctx, n.Addr, rp.Start, uint64(x.Count), ticketAt(x.Tickets, ri))
-				if err != nil {
-					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: blocks %d-%d on datanode %s (%s): %v", f.Path, x.Index, x.Index+uint64(x.Count)-1, n.Identity, n.Addr, err))
-					continue
-				}
-				for _, b := range bad {
-					rep.Problems = append(rep.Problems, fmt.Sprintf("%s: block %d: data does not match its checksum on datanode %s block %d", f.Path, x.Index+(b-rp.Start), n.Identity, b))
-				}
-				for k, crc := range crcs {
-					if k < len(x.CRC) && crc != x.CRC[k] {
-						rep.Problems = append(rep.Problems, fmt.Sprintf("%s: block %d: datanode %s block %d holds other data than was committed", f.Path, x.Index+uint64(k), n.Identity, rp.Start+uint64(k)))
-					}
-				}
-			}
-		}
-	}
-	return rep, nil
 }
 
 var errEnded = errors.New("file closed")

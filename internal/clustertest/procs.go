@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -160,14 +161,22 @@ func (c *Procs) start(p *Proc, args ...string) {
 	go func() { cmd.Wait(); close(p.done) }()
 }
 
-// StartNamenode (re)starts the namenode on its address and database.
+// StartNamenode (re)starts the namenode on its address and database. The
+// first start formats a new namespace (-format); later ones open it.
 func (c *Procs) StartNamenode() {
 	c.t.Helper()
+	first := c.NN.cmd == nil
 	args := []string{"namenode", "-listen", c.NN.Addr, "-db", filepath.Join(c.Dir, "namenode.db"), "-cluster", c.Opts.Cluster,
 		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn",
 		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleNamenode), "-ticket-key", c.TicketKeyFile()}
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "namenode.db")); errors.Is(err, fs.ErrNotExist) {
+		args = append(args, "-format") // the first start creates the namespace
+	}
+	if first {
+		args = append(args, "-format")
 	}
 	args = append(args, c.Opts.NamenodeArgs...)
 	c.start(c.NN, args...)

@@ -9,8 +9,12 @@ import (
 )
 
 type commitReq struct {
-	tx     *Txn // nil for namenode-internal changes
-	change *meta.Change
+	tx     *Txn         // nil for namenode-internal changes
+	change *meta.Change // nil for a sync barrier
+	// async: answer once applied; the committer makes it durable within
+	// its window (SyncInterval, SyncCommits) or at the next durable
+	// commit or barrier, whichever comes first.
+	async bool
 	// reply answers the client; the committer calls it itself so an
 	// acknowledgement costs no further goroutine hand-off.
 	reply func(error)
@@ -52,6 +56,7 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 // applyCommit makes a durable change visible in memory and ends tx.
 // Called by the committer with n.mu held.
 func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
+	n.fsckNote(c)
 	n.epoch++
 	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq, runs: n.settleAllocations(tx, c)}
 	for _, a := range c.PutInodes {
@@ -129,18 +134,16 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.endTxn(tx, true)
 }
 
-// committer applies queued commits in batches: one store transaction (and
-// one fsync) for everything that queued up while the previous batch was
-// being written. In relaxed mode it also makes the store durable on a
-// timer and after SyncCommits commits.
+// committer applies queued commits in batches: one store transaction for
+// everything that queued up while the previous batch was being written,
+// then one sync if any commit of the batch (or a barrier) must be durable
+// before it is answered. Async commits are answered between the two. The
+// committer also makes async commits durable on a timer and after
+// SyncCommits of them.
 func (n *Namenode) committer() {
 	defer n.wg.Done()
-	var syncTick <-chan time.Time
-	if n.cfg.Relaxed {
-		t := time.NewTicker(n.cfg.SyncInterval)
-		defer t.Stop()
-		syncTick = t.C
-	}
+	t := time.NewTicker(n.cfg.SyncInterval)
+	defer t.Stop()
 	unsynced := 0
 	for {
 		var batch []*commitReq
@@ -150,7 +153,7 @@ func (n *Namenode) committer() {
 		case r := <-n.commitQ:
 			batch = append(batch, r)
 		case <-n.kick:
-		case <-syncTick:
+		case <-t.C:
 			if unsynced > 0 {
 				if !n.syncStore() {
 					<-n.stop
@@ -162,7 +165,9 @@ func (n *Namenode) committer() {
 		}
 		n.mu.Lock()
 		for _, c := range n.deferred {
-			batch = append(batch, &commitReq{change: c})
+			// Namenode-internal changes wait for nobody; the commits that
+			// depend on them are in this batch or a later one.
+			batch = append(batch, &commitReq{change: c, async: true})
 		}
 		n.deferred = nil
 		n.mu.Unlock()
@@ -178,44 +183,55 @@ func (n *Namenode) committer() {
 		if len(batch) == 0 {
 			continue
 		}
-		changes := make([]*meta.Change, len(batch))
-		for i, r := range batch {
-			changes[i] = r.change
-		}
-		if err := n.cfg.Store.Apply(changes); err != nil {
-			// The store's state is unknown now: acknowledge nothing, stop.
-			n.fatal(fmt.Errorf("apply a batch of %d changes: %w", len(batch), err))
-			<-n.stop
-			return
-		}
-		n.batches.Add(1)
-		n.mu.Lock()
-		n.appliedSeq++
-		if !n.cfg.Relaxed {
-			n.durableSeq = n.appliedSeq
-		}
+		changes := make([]*meta.Change, 0, len(batch))
+		durable := false
 		for _, r := range batch {
-			if r.tx == nil {
-				continue
+			if r.change != nil {
+				changes = append(changes, r.change)
 			}
-			n.applyCommit(r.tx, r.change)
-			n.commits.Add(1)
+			if !r.async {
+				durable = true
+			}
 		}
-		n.releaseFrees() // frees waiting for this batch to be durable
-		n.mu.Unlock()
+		if len(changes) > 0 {
+			if err := n.cfg.Store.Apply(changes); err != nil {
+				// The store's state is unknown now: acknowledge nothing, stop.
+				n.fatal(fmt.Errorf("apply a batch of %d changes: %w", len(changes), err))
+				<-n.stop
+				return
+			}
+			n.batches.Add(1)
+			n.mu.Lock()
+			n.appliedSeq++
+			for _, r := range batch {
+				if r.tx == nil {
+					continue
+				}
+				n.applyCommit(r.tx, r.change)
+				n.commits.Add(1)
+			}
+			n.mu.Unlock()
+			unsynced += len(changes)
+		}
 		for _, r := range batch {
-			if r.reply != nil {
+			if r.async && r.reply != nil {
 				r.reply(nil)
 			}
 		}
-		if n.cfg.Relaxed {
-			unsynced += len(batch)
-			if unsynced >= n.cfg.SyncCommits {
-				if !n.syncStore() {
-					<-n.stop
-					return
-				}
-				unsynced = 0
+		if durable || unsynced >= n.cfg.SyncCommits {
+			if !n.syncStore() {
+				<-n.stop
+				return
+			}
+			unsynced = 0
+		} else {
+			n.mu.Lock()
+			n.releaseFrees() // frees of transactions that ended meanwhile
+			n.mu.Unlock()
+		}
+		for _, r := range batch {
+			if !r.async && r.reply != nil {
+				r.reply(nil)
 			}
 		}
 	}
@@ -225,8 +241,11 @@ func (n *Namenode) committer() {
 // the blocks waiting for that. Called by the committer only.
 func (n *Namenode) syncStore() bool {
 	n.mu.Lock()
-	seq := n.appliedSeq
+	seq, done := n.appliedSeq, n.durableSeq
 	n.mu.Unlock()
+	if seq == done {
+		return true // nothing applied since the last sync
+	}
 	if err := n.cfg.Store.(meta.Syncer).Sync(); err != nil {
 		n.fatal(fmt.Errorf("sync the metadata store: %w", err))
 		return false

@@ -51,12 +51,13 @@ type Config struct {
 	// hold in uncommitted transactions; 0 means 7/8 of the cluster's blocks.
 	UserAllocLimit uint64
 
-	// Relaxed acknowledges commits once the store has applied them, before
-	// they are durable (the store must then implement meta.Syncer). The
-	// namenode itself bounds what a power cut can lose: it makes everything
-	// applied durable at least every SyncInterval (default 1s) and after
-	// every SyncCommits commits (default 1000). Blocks freed by a commit
-	// are reused only once that commit is durable.
+	// Relaxed makes every commit async: acknowledged once the store has
+	// applied it, before it is durable (a client may also ask for async
+	// per commit). The namenode bounds what a power cut can lose: it makes
+	// everything applied durable at least every SyncInterval (default 1s)
+	// and after every SyncCommits async commits (default 1000), and at
+	// every durable commit or Sync. Blocks freed by a commit are reused
+	// only once that commit is durable.
 	Relaxed      bool
 	SyncInterval time.Duration
 	SyncCommits  int
@@ -183,8 +184,8 @@ func New(cfg Config) (*Namenode, error) {
 	if cfg.SyncCommits == 0 {
 		cfg.SyncCommits = 1000
 	}
-	if _, ok := cfg.Store.(meta.Syncer); cfg.Relaxed && !ok {
-		return nil, errors.New("relaxed commits need a store that can sync on demand")
+	if _, ok := cfg.Store.(meta.Syncer); !ok {
+		return nil, errors.New("the metadata store cannot sync on demand (meta.Syncer)")
 	}
 	snap, err := cfg.Store.Load()
 	if err != nil {

@@ -2,7 +2,9 @@ package namenode
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
@@ -57,8 +59,17 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	case wire.OpPing:
 		return &wire.Response{}, nil
 	case wire.OpLookup:
-		ino, err := n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0)
-		if err != nil {
+		var ino uint64
+		var err error
+		if q.Flags&wire.FlagAt != 0 {
+			// One name in a directory; a symlink is returned, not followed.
+			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
+				return nil, err
+			}
+			if ino = n.entry(tx, q.Ino, q.Path); ino == 0 {
+				return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", q.Path)
+			}
+		} else if ino, err = n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0); err != nil {
 			return nil, err
 		}
 		if q.Flags&wire.FlagBlocks != 0 {
@@ -97,6 +108,15 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		return &wire.Response{Paths: out, Counters: []uint64{moreFlag(i < len(paths))}}, nil
 	case wire.OpFsStat:
 		return n.fsStat(), nil
+	case wire.OpPathOf:
+		if !n.reachable(tx, who, q.Ino) {
+			return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+		}
+		p, err := n.pathOf(tx, q.Ino)
+		if err != nil {
+			return nil, err
+		}
+		return &wire.Response{Paths: []string{p}}, nil
 	case wire.OpStats:
 		out := []uint64{n.requests.Load(), n.commits.Load(), n.batches.Load()}
 		for i := range n.perOp {
@@ -141,14 +161,45 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	}
 	switch q.Op {
 	case wire.OpCreate:
+		if q.Flags&wire.FlagAt != 0 {
+			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
+				return nil, err
+			}
+			return n.createIn(tx, who, q, q.Ino, q.Path)
+		}
 		return n.create(tx, who, q)
 	case wire.OpSetAttr:
 		return n.setAttr(tx, who, q)
 	case wire.OpUnlink:
+		if q.Flags&wire.FlagAt != 0 {
+			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
+				return nil, err
+			}
+			return nil, n.unlinkIn(tx, who, q.Ino, q.Path, q.Path, q.Flags&wire.FlagDir != 0)
+		}
 		return nil, n.unlink(tx, who, q.Path, q.Flags&wire.FlagDir != 0)
 	case wire.OpRename:
-		return nil, n.rename(tx, who, q.Path, q.Path2)
+		noReplace := q.Flags&wire.FlagExcl != 0
+		if q.Flags&wire.FlagAt != 0 {
+			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
+				return nil, err
+			}
+			if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
+				return nil, err
+			}
+			return nil, n.renameIn(tx, who, q.Ino, q.Path, q.Ino2, q.Path2, q.Path, q.Path2, noReplace)
+		}
+		return nil, n.rename(tx, who, q.Path, q.Path2, noReplace)
 	case wire.OpLink:
+		if q.Flags&wire.FlagAt != 0 {
+			if !n.reachable(tx, who, q.Ino) {
+				return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+			}
+			if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
+				return nil, err
+			}
+			return n.linkIn(tx, who, q.Ino, q.Ino2, q.Path2, fmt.Sprintf("inode %d", q.Ino), q.Path2)
+		}
 		return n.link(tx, who, q.Path, q.Path2)
 	case wire.OpAllocate:
 		return n.allocateOp(tx, who, q)
@@ -173,6 +224,66 @@ func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
 	out := cp(a)
 	out.Blocksize = n.cfg.Blocksize
 	return &wire.Response{Attr: out}, nil
+}
+
+// atDir checks a request addressed by directory inode and name: the
+// directory exists, who may reach and search it, and name is one valid
+// file name.
+func (n *Namenode) atDir(tx *Txn, who *auth.Identity, dir uint64, name string) error {
+	if !n.reachable(tx, who, dir) {
+		return denied(who, fmt.Sprintf("inode %d", dir))
+	}
+	a := n.attr(tx, dir)
+	if a == nil {
+		return fail(wire.ErrCodeNotFound, "directory inode %d: no such directory", dir)
+	}
+	if a.Type != wire.TypeDir {
+		return fail(wire.ErrCodeNotDir, "inode %d: not a directory", dir)
+	}
+	if !may(who, a, permSearch) {
+		return denied(who, fmt.Sprintf("directory inode %d", dir))
+	}
+	return checkName(name)
+}
+
+// pathOf returns a path of ino as tx sees it (a file with several names:
+// one of them).
+func (n *Namenode) pathOf(tx *Txn, ino uint64) (string, error) {
+	var parts []string
+	cur := ino
+	for depth := 0; cur != rootIno; depth++ {
+		in := n.inodes[cur]
+		if in == nil || depth > 4096 {
+			return "", fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
+		}
+		parent := in.parent
+		if in.attr.Type != wire.TypeDir {
+			parent = 0
+			for p := range in.links {
+				if parent == 0 || p < parent {
+					parent = p
+				}
+			}
+		} else {
+			parent = n.parentOf(tx, cur)
+		}
+		if parent == 0 {
+			return "", fail(wire.ErrCodeNotFound, "inode %d has no name (unlinked)", ino)
+		}
+		name := ""
+		for nm, c := range n.list(tx, parent) {
+			if c == cur && (name == "" || nm < name) {
+				name = nm
+			}
+		}
+		if name == "" {
+			return "", fail(wire.ErrCodeNotFound, "inode %d has no name (unlinked)", ino)
+		}
+		parts = append(parts, name)
+		cur = parent
+	}
+	slices.Reverse(parts)
+	return "/" + strings.Join(parts, "/"), nil
 }
 
 // openResponse answers an open: the attributes of a file together with the
@@ -578,6 +689,12 @@ func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error
 	if err != nil {
 		return err
 	}
+	return n.unlinkIn(tx, who, parent, name, p, dir)
+}
+
+// unlinkIn removes the entry name of directory parent (p names it in
+// messages).
+func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p string, dir bool) error {
 	if err := n.needDir(tx, who, parent, p); err != nil {
 		return err
 	}
@@ -633,7 +750,16 @@ func (n *Namenode) link(tx *Txn, who *auth.Identity, existing, newPath string) (
 	if err != nil {
 		return nil, err
 	}
-	if a := n.attr(tx, ino); a.Type == wire.TypeDir {
+	return n.linkIn(tx, who, ino, parent, name, existing, newPath)
+}
+
+// linkIn makes name in directory parent another name of inode ino.
+func (n *Namenode) linkIn(tx *Txn, who *auth.Identity, ino, parent uint64, name, existing, newPath string) (*wire.Response, error) {
+	a := n.attr(tx, ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "%s: no such file", existing)
+	}
+	if a.Type == wire.TypeDir {
 		return nil, fail(wire.ErrCodePerm, "%s: hard links to directories are not allowed", existing)
 	}
 	if err := n.needDir(tx, who, parent, newPath); err != nil {
@@ -658,7 +784,7 @@ func (n *Namenode) link(tx *Txn, who *auth.Identity, existing, newPath string) (
 	return &wire.Response{Attr: cp(a)}, nil
 }
 
-func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string) error {
+func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string, noReplace bool) error {
 	sp, sname, err := n.resolveParent(tx, who, from)
 	if err != nil {
 		return err
@@ -667,6 +793,12 @@ func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string) error {
 	if err != nil {
 		return err
 	}
+	return n.renameIn(tx, who, sp, sname, dp, dname, from, to, noReplace)
+}
+
+// renameIn moves entry sname of directory sp to dname in dp, replacing
+// what is there unless noReplace.
+func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string, dp uint64, dname, from, to string, noReplace bool) error {
 	if err := n.needDir(tx, who, sp, from); err != nil {
 		return err
 	}
@@ -718,6 +850,9 @@ func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string) error {
 		}
 	}
 	if dst := n.entry(tx, dp, dname); dst != 0 {
+		if noReplace {
+			return fail(wire.ErrCodeExists, "%s: file exists", to)
+		}
 		da := n.attr(tx, dst)
 		switch {
 		case da.Type == wire.TypeDir && sa.Type != wire.TypeDir:

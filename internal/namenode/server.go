@@ -271,10 +271,34 @@ func (n *Namenode) serveConn(c *conn) {
 		n.requests.Add(1)
 		n.perOp[q.Op].Add(1)
 		if q.Op == wire.OpCommit {
-			n.commit(c, id, q.Txn)
+			n.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, nil)
+			continue
+		}
+		if q.Op == wire.OpSync {
+			n.syncBarrier(c, id)
+			continue
+		}
+		if q.Op == wire.OpRegister || q.Op == wire.OpBackup {
+			n.serveAsync(c, id, q)
 			continue
 		}
 		resp, err := n.handleSafely(c, q)
+		if q.Flags&wire.FlagCommit != 0 && q.Txn != 0 {
+			// A compound request: the change and its commit in one round
+			// trip. On failure nothing of the transaction remains.
+			if err == nil {
+				if resp == nil {
+					resp = &wire.Response{}
+				}
+				n.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, resp)
+				continue
+			}
+			n.mu.Lock()
+			if tx := n.txns[txnKey{c, q.Txn}]; tx != nil && !tx.committing {
+				n.endTxn(tx, false)
+			}
+			n.mu.Unlock()
+		}
 		if err != nil {
 			resp = toResponse(err)
 		} else if resp == nil {
@@ -302,8 +326,13 @@ func (n *Namenode) handleSafely(c *conn, q *wire.Request) (resp *wire.Response, 
 	return n.handle(c, q)
 }
 
-// commit queues tx for the committer and answers when it is durable.
-func (n *Namenode) commit(c *conn, id, txID uint64) {
+// commit queues tx for the committer and answers resp (an empty answer
+// when nil) once the commit is durable, or with async once it is applied.
+func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Response) {
+	if resp == nil {
+		resp = &wire.Response{}
+	}
+	async = async || n.cfg.Relaxed
 	n.mu.Lock()
 	tx := n.txns[txnKey{c, txID}]
 	if tx == nil || tx.committing {
@@ -317,17 +346,23 @@ func (n *Namenode) commit(c *conn, id, txID uint64) {
 	if len(tx.inodes) == 0 && len(tx.entries) == 0 && len(tx.blocks) == 0 {
 		n.endTxn(tx, true)
 		n.mu.Unlock()
-		c.send(id, &wire.Response{})
+		c.send(id, resp)
 		return
 	}
 	tx.committing = true
-	req := &commitReq{tx: tx, change: n.prepareCommit(tx), reply: func(err error) {
+	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, reply: func(err error) {
 		if err != nil {
 			c.sendAsync(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: "commit failed: " + err.Error()})
 			return
 		}
-		c.sendAsync(id, &wire.Response{})
+		c.sendAsync(id, resp)
 	}}
 	n.mu.Unlock()
 	n.commitQ <- req
 }
+
+// syncBarrier answers once everything applied before it is durable.
+func (n *Namenode) syncBarrier(c *conn, id uint64) {
+	n.commitQ <- &commitReq{reply: func(error) { c.sendAsync(id, &wire.Response{}) }}
+}
+

@@ -25,6 +25,7 @@ const (
 	rExtents
 	rPref
 	rNode
+	rIno2
 )
 
 // AppendRequest appends the encoding of r to b.
@@ -52,6 +53,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	set(len(r.Extents) > 0, rExtents)
 	set(len(r.Pref) > 0, rPref)
 	set(r.Node != nil, rNode)
+	set(r.Ino2 != 0, rIno2)
 	e := Enc{B: b}
 	e.U8(uint8(r.Op))
 	e.Uv(m)
@@ -105,6 +107,9 @@ func AppendRequest(b []byte, r *Request) []byte {
 		for _, p := range r.Pref {
 			e.Str(p)
 		}
+	}
+	if m&rIno2 != 0 {
+		e.Uv(r.Ino2)
 	}
 	if m&rNode != 0 {
 		encNode(&e, r.Node)
@@ -167,6 +172,9 @@ func DecodeRequest(b []byte) (*Request, error) {
 		for i := 0; i < n && d.Err == nil; i++ {
 			r.Pref = append(r.Pref, d.Str(MaxName))
 		}
+	}
+	if m&rIno2 != 0 {
+		r.Ino2 = d.Uv()
 	}
 	if m&rNode != 0 {
 		r.Node = decNode(&d)

@@ -29,12 +29,14 @@ const (
 	OpDropReplicas    // drop this transaction's new replicas on the datanodes named in Pref (they failed)
 	OpKeepalive       // keep every transaction of this connection alive; returns [txn timeout ns, ticket lifetime ns]
 	OpBackup          // superuser: write a consistent copy of the metadata to Path on the namenode's host
+	OpSync            // answer once everything acknowledged before it is durable
+	OpPathOf          // a path of inode Ino (for file handles that outlive renames and restarts)
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -61,6 +63,9 @@ const (
 	FlagBegin                // the request begins transaction Txn (an unknown Txn without it is refused)
 	FlagBlocks               // Lookup/Stat: also return the block list of the same committed version
 	FlagPlus                 // ReadDir: also return every entry's attributes
+	FlagAt                   // Path (Path2) is one name in directory Ino (Ino2), not a path: lookup, create, unlink, rename, link
+	FlagCommit               // commit the transaction after this request succeeds, in the same round trip
+	FlagAsync                // Commit, FlagCommit: acknowledge once applied, durable within the namenode's window
 )
 
 // BlocksIncluded in Counters[0] of the answer to a Lookup or Stat with
@@ -146,6 +151,10 @@ type NodeInfo struct {
 	Used      uint64
 	Alive     bool
 	Enabled   bool
+	// Namespace is the namespace id: in a registration, the one the volume
+	// recorded when it first joined ("" for a volume that never joined);
+	// in the answer, the namenode's, for the volume to record.
+	Namespace string
 }
 
 // Request is one namenode call. Unused fields stay zero and cost one bit.
@@ -168,6 +177,7 @@ type Request struct {
 	Extents []Extent
 	Pref    []string
 	Node    *NodeInfo
+	Ino2    uint64 // FlagAt: directory of Path2 (rename, link)
 }
 
 // Code is an error code carried in a response.
