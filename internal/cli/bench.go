@@ -68,7 +68,7 @@ func cmdBench(ctx context.Context, args []string) error {
 	n := f.Int("n", 10000, "operations (per client)")
 	clientsFlag := f.String("P", "1", "clients, comma-separated list (lookup, create), or count (parallel-cat)")
 	ino := f.Uint64("ino", 0, "lookup: inode number (default: the root)")
-	mode := f.String("mode", "durable", "create: label for how the namenode commits (durable or relaxed)")
+	mode := f.String("mode", "durable", "create: durable or async commits; relaxed labels a namenode started with -relaxed")
 	cold := f.Bool("cold", false, "random: also measure with dropped caches (root)")
 	npFlag := f.String("np", "1,2,4", "metarates: process counts")
 	shared := f.Bool("shared-dir", false, "metarates: all processes in one directory")
