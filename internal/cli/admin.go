@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR] | stats", "administration: issue user credentials, show namenode counters", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR] | stats | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
 }
 
 func currentUser() string {
@@ -28,8 +28,11 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	if len(args) >= 1 && args[0] == "stats" {
 		return adminStats(ctx, args[1:])
 	}
+	if len(args) >= 1 && args[0] == "backup" {
+		return adminBackup(ctx, args[1:])
+	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
-		return usagef("'plasma admin user add NAME' or 'plasma admin stats'")
+		return usagef("'plasma admin user add NAME', 'plasma admin stats' or 'plasma admin backup FILE'")
 	}
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")
@@ -90,6 +93,27 @@ func adminStats(ctx context.Context, args []string) error {
 		for _, op := range ops {
 			fmt.Fprintf(stdout, "  %-10s %d\n", op, s.PerOp[op])
 		}
+		return nil
+	})
+}
+
+// adminBackup makes the running namenode write a consistent copy of its
+// metadata.
+func adminBackup(ctx context.Context, args []string) error {
+	f := newFlags("admin backup", "FILE", `Make the namenode write a consistent copy of its metadata database to FILE, a
+new file on the namenode's host (a relative FILE is taken from this command's
+working directory). Commits wait while it is written. Superuser only.
+To restore: stop the namenode, remove its database's -wal and -shm files, and
+copy FILE over the database (plasma namenode -db).`, true)
+	return withClient(ctx, f, args, 1, 1, func(c *client.Client) error {
+		path, err := filepath.Abs(f.pos[0])
+		if err != nil {
+			return err
+		}
+		if err := c.Backup(ctx, path); err != nil {
+			return fmt.Errorf("backup to %s: %w", path, err)
+		}
+		fmt.Fprintf(stdout, "metadata backed up to %s (on the namenode's host)\n", path)
 		return nil
 	})
 }

@@ -128,6 +128,11 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
+	// The namespace is formatted only with the cluster's first volumes (so
+	// restarts of the namenode never format).
+	if err := formatNewCluster(filepath.Join(*dir, "namenode.db"), *dir, *n); err != nil {
+		return err
+	}
 	for i := 1; i <= *n; i++ {
 		vol := filepath.Join(*dir, fmt.Sprintf("dn%d", i))
 		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {

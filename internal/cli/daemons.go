@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register("namenode", "[-listen ADDR] [-db FILE] [-cluster NAME] [-blocksize B]", "run the metadata server", cmdNamenode)
+	register("namenode", "[-listen ADDR] [-db FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata", cmdNamenode)
 	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + preallocated data file)", cmdDatanodeInit)
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
@@ -146,9 +146,14 @@ func logger(level string) *slog.Logger {
 }
 
 func cmdNamenode(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "backup" {
+		return cmdNamenodeBackup(ctx, args[1:])
+	}
 	f := newFlags("namenode", "[options]", "Run the PlasmaFS namenode (metadata server, SQLite store).", false)
 	listen := f.String("listen", "127.0.0.1:2730", "address to serve clients and datanodes on")
-	db := f.String("db", "namenode.db", "SQLite metadata database file (created if missing)")
+	db := f.String("db", "namenode.db", "SQLite metadata database file (with its -wal and -shm files)")
+	format := f.Bool("format", false, "create a new, empty namespace in -db, which must not exist yet (without it, a missing database is refused)")
+	acceptLostWAL := f.Bool("accept-lost-wal", false, "start from a database that was not closed cleanly although its -wal file is gone, losing the commits it held")
 	cluster := f.String("cluster", "plasma", "cluster name; datanodes of other clusters are refused")
 	var bs int64 = 1 << 20
 	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "filesystem blocksize, a power of two")
@@ -185,11 +190,14 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
 	}
-	store, err := meta.OpenSQLite(*db, *relaxed)
+	store, err := meta.OpenSQLiteWith(*db, meta.SQLiteOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if *format {
+		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", store.Namespace(), *db)
+	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
 		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
@@ -342,4 +350,60 @@ func loadDaemonSecrets(credFile, ticketFile string) (*auth.Credential, []byte, e
 		}
 	}
 	return cred, tk, nil
+}
+
+// cmdNamenodeBackup copies the metadata of a stopped namenode (a running
+// one is backed up with 'plasma admin backup').
+func cmdNamenodeBackup(ctx context.Context, args []string) error {
+	f := newFlags("namenode backup", "-db FILE -o COPY", `Write a consistent copy of a namenode's metadata database (with what its -wal
+file holds) to the new file COPY, without a namenode running. A running
+namenode is backed up with 'plasma admin backup'. To restore: stop the
+namenode, remove FILE-wal and FILE-shm, and copy COPY to FILE.`, false)
+	db := f.String("db", "namenode.db", "the namenode's SQLite metadata database")
+	out := f.String("o", "", "the copy to write (must not exist)")
+	acceptLostWAL := f.Bool("accept-lost-wal", false, "copy a database whose -wal file is gone although it was not closed cleanly")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *out == "" && len(f.pos) == 1 {
+		*out = f.pos[0]
+	} else if len(f.pos) != 0 {
+		return usagef("unexpected argument %q", f.pos[0])
+	}
+	if *out == "" {
+		return usagef("-o COPY is required")
+	}
+	store, err := meta.OpenSQLiteWith(*db, meta.SQLiteOptions{ReadOnly: true, AcceptLostWAL: *acceptLostWAL})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Backup(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "metadata of namespace %s (%s) written to %s\n", store.Namespace(), *db, *out)
+	return nil
+}
+
+// formatNewCluster creates the namespace of a new local cluster in db,
+// unless it exists. A cluster directory that has datanode volumes but no
+// database is refused: a new namespace would not hold their files (and
+// the volumes would refuse to join it).
+func formatNewCluster(db, dir string, datanodes int) error {
+	if _, err := os.Stat(db); err == nil {
+		return nil
+	}
+	for i := 1; i <= datanodes; i++ {
+		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
+		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
+			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: restore the database (with its -wal file) or a backup of it; "+
+				"or remove %s to start a new, empty cluster", dir, vol, db, dir)
+		}
+	}
+	store, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{Format: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "new namespace %s in %s\n", store.Namespace(), db)
+	return store.Close()
 }

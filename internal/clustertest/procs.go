@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -172,9 +171,10 @@ func (c *Procs) StartNamenode() {
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")
 	}
-	if _, err := os.Stat(filepath.Join(c.Dir, "namenode.db")); errors.Is(err, fs.ErrNotExist) {
-		args = append(args, "-format") // the first start creates the namespace
-	}
+	// Only the first start formats (a restart on a missing database must
+	// fail as it would for an operator; a test that wants a new namespace
+	// passes -format in NamenodeArgs). The database may be elsewhere
+	// (NamenodeArgs -db), so its existence decides nothing here.
 	if first {
 		args = append(args, "-format")
 	}

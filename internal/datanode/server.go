@@ -136,7 +136,7 @@ func (s *Server) Register(ctx context.Context, addr, socket string) error {
 
 func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
 	cfg := s.store.Config
-	return &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks}
+	return &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks, Namespace: cfg.Namespace}
 }
 
 func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
@@ -149,6 +149,13 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 		c.Close()
 		return nil, unreachableError{err}
 	}
+	if err == nil && resp.Code != wire.OK && len(resp.Nodes) > 0 {
+		// Refused with the namenode's namespace id: if it is another
+		// one than the volume's, say so, naming the volume.
+		if nerr := s.store.JoinNamespace(s.cfg.Dir, resp.Nodes[0].Namespace, s.cfg.Namenode); nerr != nil {
+			resp.Msg = nerr.Error()
+		}
+	}
 	if err == nil && resp.Code != wire.OK {
 		err = fmt.Errorf("namenode %s refused datanode: %s", s.cfg.Namenode, resp.Msg)
 	}
@@ -159,6 +166,12 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	if len(resp.Nodes) == 0 {
 		c.Close()
 		return nil, fmt.Errorf("namenode %s: empty registration answer", s.cfg.Namenode)
+	}
+	// The volume records the namespace when it first joins, and refuses
+	// another one (the namenode refuses it too).
+	if err := s.store.JoinNamespace(s.cfg.Dir, resp.Nodes[0].Namespace, s.cfg.Namenode); err != nil {
+		c.Close()
+		return nil, err
 	}
 	s.nodeID.Store(resp.Nodes[0].ID)
 	s.log.Info("registered with namenode", "namenode", s.cfg.Namenode, "id", resp.Nodes[0].ID)
@@ -447,6 +460,10 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 				resp = errResp(err)
 			}
 		case wire.DataVerify:
+			if q.Count > wire.MaxVerify {
+				resp = wire.DataResp{Status: wire.ErrCodeInvalid, Msg: fmt.Sprintf("verify of %d blocks: at most %d per request", q.Count, wire.MaxVerify)}
+				break
+			}
 			bad, crcs, err := s.store.Verify(q.Block, uint64(q.Count))
 			if err != nil {
 				resp = errResp(err)

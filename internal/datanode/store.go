@@ -38,6 +38,9 @@ type VolumeConfig struct {
 	Cluster   string `json:"cluster"`
 	Blocksize uint32 `json:"blocksize"`
 	Blocks    uint64 `json:"blocks"`
+	// Namespace is the id of the namespace (the namenode's database) the
+	// volume joined first; it refuses any other. Empty until then.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Preallocation says how Init reserves the data file's space.
@@ -105,15 +108,36 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 			return nil, fmt.Errorf("preallocate %s: %w", f.name, err)
 		}
 	}
+	if err := writeConfig(dir, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// writeConfig replaces the volume's config file durably: a temporary file,
+// fsynced, renamed over it, and the directory fsynced.
+func writeConfig(dir string, cfg *VolumeConfig) error {
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	tmp := filepath.Join(dir, "config.tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return nil, err
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "config")); err != nil {
-		return nil, err
+		return err
 	}
-	return cfg, syncDir(dir)
+	return syncDir(dir)
 }
 
 func writeZeros(f *os.File, size int64) error {
@@ -140,6 +164,7 @@ func syncDir(dir string) error {
 // BlockStore is one volume's blocks and checksums. Safe for concurrent use.
 type BlockStore struct {
 	Config VolumeConfig
+	cfgMu  sync.Mutex // serialises config rewrites
 	data   *os.File
 	crcf   *os.File
 	mu     sync.RWMutex
@@ -205,6 +230,41 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		s.crcs[i] = binary.LittleEndian.Uint32(raw[4*i:])
 	}
 	return s, nil
+}
+
+// JoinNamespace checks the namespace id of the namenode the volume in dir
+// is joining: a volume that never joined one records it (durably, before
+// it serves any block of that namespace); one that belongs to another
+// namespace refuses it.
+func (s *BlockStore) JoinNamespace(dir, ns, namenode string) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if ns == "" || ns == s.Config.Namespace {
+		return nil
+	}
+	if s.Config.Namespace != "" {
+		return &NamespaceError{Dir: dir, Volume: s.Config.Namespace, Namenode: ns, Addr: namenode}
+	}
+	cfg := s.Config
+	cfg.Namespace = ns
+	if err := writeConfig(dir, &cfg); err != nil {
+		return fmt.Errorf("volume %s: record namespace %s: %w", dir, ns, err)
+	}
+	s.Config.Namespace = ns
+	return nil
+}
+
+// NamespaceError is a volume refusing to join a namenode of another
+// namespace.
+type NamespaceError struct {
+	Dir, Volume, Namenode, Addr string
+}
+
+func (e *NamespaceError) Error() string {
+	return fmt.Sprintf("volume %s belongs to namespace %s, but the namenode at %s serves namespace %s: "+
+		"its database was replaced or formatted anew, and joining would make this volume's blocks free space. "+
+		"Restore the namenode's database (or a backup of it) and restart it; or, to reuse the volume in the new namespace, "+
+		"re-initialise it with 'plasma datanode init' (its data is lost)", e.Dir, e.Volume, e.Addr, e.Namenode)
 }
 
 // DataFile returns the block file (for local short-circuit readers).

@@ -1,10 +1,17 @@
 package meta
 
 import (
+	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/wire"
@@ -26,6 +33,9 @@ var migrations = []string{
 	CREATE TABLE datanodes (id INTEGER PRIMARY KEY, identity TEXT NOT NULL UNIQUE,
 		blocks INTEGER NOT NULL, enabled INTEGER NOT NULL);
 	CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`,
+	// The namespace id (one row, made by migrate): datanode volumes record
+	// it and refuse to join another namespace.
+	`CREATE TABLE namespace (id TEXT NOT NULL);`,
 }
 
 // SQL shared by SQLite and PostgreSQL; prepared once per store.
@@ -48,32 +58,127 @@ var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sql
 
 // SQLite is the embedded metadata store: one database file in WAL mode.
 type SQLite struct {
-	db    *sql.DB
-	stmts map[string]*sql.Stmt // prepared once, bound to each transaction
+	// mu serialises Apply, Sync, Backup and Close: the namenode's
+	// committer applies while a backup may be requested from elsewhere.
+	mu        sync.Mutex
+	db        *sql.DB
+	stmts     map[string]*sql.Stmt // prepared once, bound to each transaction
+	path      string
+	namespace string
+	readOnly  bool
 }
 
-// OpenSQLite opens (creating and migrating if needed) the database at path.
-// With relaxed set, commits are acknowledged before the WAL is fsynced
-// (synchronous=NORMAL): a crash may lose the last commits, never corrupt.
+// SQLiteOptions say how OpenSQLiteWith opens a metadata database.
+type SQLiteOptions struct {
+	// Relaxed acknowledges commits before the WAL is fsynced
+	// (synchronous=NORMAL): a crash may lose the last commits, never
+	// corrupt.
+	Relaxed bool
+	// Format creates a new namespace (only the root directory and a new
+	// random namespace id) in a database file that does not exist yet. It
+	// refuses a file that holds a namespace.
+	Format bool
+	// Create is Format that opens an existing namespace instead of refusing
+	// it (tests and in-process clusters).
+	Create bool
+	// ReadOnly opens an existing database for reading only (a backup of
+	// a stopped namenode).
+	ReadOnly bool
+	// AcceptLostWAL opens a database that was not closed cleanly although
+	// its write-ahead log is gone, accepting the loss of the commits the
+	// log held.
+	AcceptLostWAL bool
+}
+
+// ErrNoDatabase is returned when the metadata database does not exist (or
+// holds no namespace) and opening was not asked to format one.
+var ErrNoDatabase = errors.New("no metadata database")
+
+// ErrLostWAL is returned when the database was in use (not closed cleanly)
+// and its write-ahead log, which holds the most recent commits, is missing.
+var ErrLostWAL = errors.New("metadata write-ahead log missing")
+
+// OpenSQLite opens the database at path, creating a new namespace if it does
+// not exist, and migrates it. With relaxed set, commits are acknowledged
+// before the WAL is fsynced (synchronous=NORMAL): a crash may lose the last
+// commits, never corrupt. The namenode command uses OpenSQLiteWith, which
+// creates a namespace only when told to format.
 func OpenSQLite(path string, relaxed bool) (*SQLite, error) {
+	return OpenSQLiteWith(path, SQLiteOptions{Relaxed: relaxed, Create: true})
+}
+
+// OpenSQLiteWith opens the database at path as o says. The database and its
+// -wal and -shm files are readable by their owner only.
+func OpenSQLiteWith(path string, o SQLiteOptions) (*SQLite, error) {
+	exists, err := fileExists(path)
+	if err != nil {
+		return nil, fmt.Errorf("metadata db %s: %w", path, err)
+	}
+	wal, err := fileExists(path + "-wal")
+	if err != nil {
+		return nil, fmt.Errorf("metadata db %s: %w", path, err)
+	}
+	create := (o.Format || o.Create) && !o.ReadOnly
+	if !exists {
+		if !create {
+			msg := fmt.Sprintf("%s does not exist", path)
+			if wal {
+				msg += fmt.Sprintf(" (but its write-ahead log %s-wal does: the database was deleted or moved)", path)
+			}
+			return nil, fmt.Errorf("%w: %s. Restore the database (with its -wal file) or a backup of it; "+
+				"or start the namenode with -format to create a new, empty namespace (datanode volumes that belong to another namespace will refuse to join it)", ErrNoDatabase, msg)
+		}
+		for _, suffix := range []string{"-wal", "-shm"} {
+			if ok, _ := fileExists(path + suffix); ok {
+				return nil, fmt.Errorf("metadata db %s does not exist but %s%s does: it belongs to a database that was deleted or moved; move it away before formatting a new namespace here", path, path, suffix)
+			}
+		}
+		// Created here, owner-only: SQLite gives the -wal and -shm files
+		// the database file's permissions.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create metadata db: %w", err)
+		}
+		f.Close()
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("create metadata db %s: %w", path, err)
+		}
+	} else if !o.ReadOnly {
+		// Tighten files created by older versions (0644).
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if st, err := os.Stat(path + suffix); err == nil && st.Mode().Perm()&0o077 != 0 {
+				os.Chmod(path+suffix, st.Mode().Perm()&0o700)
+			}
+		}
+	}
 	sync := "FULL"
-	if relaxed {
+	if o.Relaxed {
 		sync = "NORMAL"
 	}
 	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+sync+")")
+	if o.ReadOnly {
+		q.Add("mode", "ro")
+	} else {
+		// Never let SQLite create the file: a missing database is refused
+		// above, or created above with the right permissions.
+		q.Add("mode", "rw")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+sync+")")
+		q.Add("_txlock", "immediate")
+	}
 	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata db %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, stmts: map[string]*sql.Stmt{}}
-	if err := s.migrate(); err != nil {
+	s := &SQLite{db: db, stmts: map[string]*sql.Stmt{}, path: path, readOnly: o.ReadOnly}
+	if err := s.open(o, exists, wal); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("metadata db %s: %w", path, err)
+		return nil, err
+	}
+	if o.ReadOnly {
+		return s, nil
 	}
 	for _, q := range statements {
 		st, err := db.Prepare(q)
@@ -85,6 +190,95 @@ func OpenSQLite(path string, relaxed bool) (*SQLite, error) {
 	}
 	return s, nil
 }
+
+func fileExists(path string) (bool, error) {
+	_, err := os.Stat(path)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// open checks what the file holds, migrates it and marks it in use.
+func (s *SQLite) open(o SQLiteOptions, existed, wal bool) error {
+	var tables int
+	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'schema_version'`).Scan(&tables); err != nil {
+		return fmt.Errorf("metadata db %s: %w", s.path, err)
+	}
+	fresh := tables == 0
+	switch {
+	case fresh && (o.ReadOnly || !(o.Format || o.Create)):
+		return fmt.Errorf("%w: %s holds no PlasmaFS namespace; start the namenode with -format to create one", ErrNoDatabase, s.path)
+	case !fresh && o.Format:
+		return fmt.Errorf("metadata db %s already holds a namespace: -format creates a new namespace only where there is no database (remove or move it first, knowing that its files are lost)", s.path)
+	}
+	if !fresh {
+		// A database in use (or killed) keeps its recent commits in the
+		// WAL; without it, this file is an older state.
+		var inUse int64
+		err := s.db.QueryRow(`SELECT value FROM counters WHERE name = 'in_use'`).Scan(&inUse)
+		if err != nil && err != sql.ErrNoRows {
+			return fmt.Errorf("metadata db %s: %w", s.path, err)
+		}
+		if inUse != 0 && existed && !wal && !o.AcceptLostWAL {
+			return fmt.Errorf("%w: %s was not closed cleanly, but its write-ahead log %s-wal, which holds the most recent commits, is gone. "+
+				"Put the -wal file back (copying the database file alone is not a backup), or restore a backup made with 'plasma admin backup'; "+
+				"to start from this older state anyway, accepting the loss of those commits, use -accept-lost-wal", ErrLostWAL, s.path, s.path)
+		}
+	}
+	if o.ReadOnly {
+		var v int
+		if err := s.db.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil {
+			return fmt.Errorf("metadata db %s: %w", s.path, err)
+		}
+		if v != len(migrations) {
+			return fmt.Errorf("metadata db %s has schema version %d, this program %d: open it once with a namenode of this version", s.path, v, len(migrations))
+		}
+	} else if err := s.migrate(); err != nil {
+		return fmt.Errorf("metadata db %s: %w", s.path, err)
+	}
+	if err := s.db.QueryRow(`SELECT id FROM namespace`).Scan(&s.namespace); err != nil {
+		return fmt.Errorf("metadata db %s: namespace id: %w", s.path, err)
+	}
+	if o.ReadOnly {
+		return nil
+	}
+	// Mark the database in use, in the database file itself (the
+	// checkpoint), so a later loss of the WAL is noticed.
+	if _, err := s.db.Exec(`INSERT INTO counters VALUES ('in_use', 1) ON CONFLICT (name) DO UPDATE SET value = 1`); err != nil {
+		return fmt.Errorf("metadata db %s: %w", s.path, err)
+	}
+	if err := s.checkpoint("TRUNCATE"); err != nil {
+		return fmt.Errorf("metadata db %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *SQLite) checkpoint(mode string) error {
+	var busy, logFrames, done int
+	if err := s.db.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// busy: a reader (e.g. an offline backup) kept part of the WAL from
+	// being copied; it is copied at a later checkpoint.
+	return nil
+}
+
+// Namespace returns the namespace id: random, made when the namespace was
+// created (formatted), and recorded by every datanode volume that joins.
+func (s *SQLite) Namespace() string { return s.namespace }
 
 func (s *SQLite) migrate() error {
 	if _, err := s.db.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
@@ -114,6 +308,19 @@ func (s *SQLite) migrate() error {
 		if v == 0 {
 			now := time.Now().UnixNano()
 			if _, err := tx.Exec(`INSERT INTO inodes VALUES (1, ?, 493, 'root', 'root', 0, 2, ?, ?, 0, 0, '')`, int(wire.TypeDir), now, now); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
+		if v == 1 {
+			// A new namespace, or one made before namespaces had ids: its
+			// volumes adopt this one when they next register.
+			id := make([]byte, 16)
+			if _, err := rand.Read(id); err != nil {
+				tx.Rollback()
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO namespace VALUES (?)`, hex.EncodeToString(id)); err != nil {
 				tx.Rollback()
 				return err
 			}
@@ -229,6 +436,8 @@ func closeRows(r *sql.Rows) error {
 
 // Apply implements Store.
 func (s *SQLite) Apply(changes []*Change) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	tx, err := s.db.Begin()
 	if err != nil {
 		return fmt.Errorf("begin metadata transaction: %w", err)
@@ -377,12 +586,22 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 	return nil
 }
 
-// Close implements Store.
+// Close implements Store. A database closed here is marked as closed
+// cleanly: SQLite folds the WAL into it and removes the WAL.
 func (s *SQLite) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, st := range s.stmts {
 		st.Close()
 	}
-	return s.db.Close()
+	var err error
+	if !s.readOnly {
+		_, err = s.db.Exec(`UPDATE counters SET value = 0 WHERE name = 'in_use'`)
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // slot names one PutInodes element: change c, position i (-1: the inode's
@@ -429,9 +648,73 @@ func lastPuts(changes []*Change) map[uint64]slot {
 // database file), which at synchronous=NORMAL is the point where relaxed
 // commits become durable.
 func (s *SQLite) Sync() error {
-	var busy, logFrames, done int
-	if err := s.db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkpoint("PASSIVE")
+}
+
+// Backup writes a consistent copy of the metadata (everything applied so
+// far) to the new file dst, owner-readable only, and makes it durable. It
+// is serialised with Apply, so it may be called from any goroutine; commits
+// wait while it runs. The copy is a database file without a WAL: it is
+// restored by stopping the namenode, removing the database's -wal and -shm
+// files, and putting the copy in the database's place.
+func (s *SQLite) Backup(dst string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok, err := fileExists(dst); err != nil || ok {
+		if err == nil {
+			err = fs.ErrExist
+		}
+		return fmt.Errorf("backup to %s: %w", dst, err)
+	}
+	dir := filepath.Dir(dst)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp*") // mode 0600
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	tmpName := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpName)
+	if _, err := s.db.Exec(`VACUUM INTO ?`, tmpName); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	// The copy was taken from a database in use: mark it closed cleanly
+	// (it has no WAL, and needs none).
+	if err := markClosed(tmpName); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	f, err := os.OpenFile(tmpName, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("backup: sync %s: %w", tmpName, err)
+	}
+	// A hard link never replaces a file that appeared meanwhile.
+	if err := os.Link(tmpName, dst); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("backup: sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+func markClosed(path string) error {
+	q := url.Values{}
+	q.Add("mode", "rw")
+	q.Add("_pragma", "journal_mode(DELETE)")
+	q.Add("_pragma", "synchronous(FULL)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(`UPDATE counters SET value = 0 WHERE name = 'in_use'`)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

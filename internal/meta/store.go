@@ -69,3 +69,17 @@ type Syncer interface {
 	// Sync returns once every change applied so far is durable.
 	Sync() error
 }
+
+// Namespacer is a store that knows the id of its namespace (made when the
+// namespace was formatted; datanode volumes record it when they first
+// join and refuse another one).
+type Namespacer interface {
+	Namespace() string
+}
+
+// Backuper is a store that can write a consistent copy of its metadata to
+// a new file. Backup may be called while the committer applies changes:
+// the store serialises the two.
+type Backuper interface {
+	Backup(dst string) error
+}

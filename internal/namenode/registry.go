@@ -1,10 +1,12 @@
 package namenode
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -31,54 +33,157 @@ func (d *dnode) nodeInfo() wire.NodeInfo {
 	return ni
 }
 
-// register admits a datanode that connected on c. Called with n.mu held.
-func (n *Namenode) register(c *conn, ni *wire.NodeInfo) (*wire.Response, error) {
+// sideState is namenode state kept by registry.go and fsck.go: datanode
+// registrations waiting for the committer and fsck scans in progress.
+// Guarded by Namenode.mu.
+type sideState struct {
+	registering map[string]uint32 // identity → datanode id, until durable
+	scans       map[uint64]*fsckScan
+	scanSeq     uint64
+}
+
+// namespace is the namespace id of the store ("" if it has none).
+func (n *Namenode) namespace() string {
+	if s, ok := n.cfg.Store.(meta.Namespacer); ok {
+		return s.Namespace()
+	}
+	return ""
+}
+
+// register is not used: registrations go through registerAsync (server.go),
+// as they write the store.
+func (n *Namenode) register(*conn, *wire.NodeInfo) (*wire.Response, error) {
+	return nil, fail(wire.ErrCodeInternal, "register: datanode registrations are handled asynchronously")
+}
+
+// registerAsync admits a datanode that connected on c (request id, q). It
+// checks the registration under n.mu; a new datanode, or one whose volume
+// changed size, is recorded by the committer like a commit, and becomes
+// visible and alive, and is answered, only once that record is durable.
+func (n *Namenode) registerAsync(c *conn, id uint64, q *wire.Request) {
+	n.mu.Lock()
+	req, resp := n.prepareRegister(c, id, q)
+	n.mu.Unlock()
+	if req != nil {
+		n.commitQ <- req
+		return
+	}
+	c.send(id, resp)
+}
+
+// prepareRegister returns either the store change to queue (with a reply
+// that admits the datanode once it is durable) or an immediate answer.
+// Called with n.mu held.
+func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commitReq, *wire.Response) {
+	refuse := func(code wire.Code, format string, args ...any) (*commitReq, *wire.Response) {
+		return nil, &wire.Response{Code: code, Msg: fmt.Sprintf(format, args...)}
+	}
+	if who := c.who; who != nil && who.Role != auth.RoleDatanode {
+		return refuse(wire.ErrCodePerm, "register: only datanodes may register (%s is a %s)", who.User, who.Role)
+	}
+	ni := q.Node
+	if ni == nil {
+		return refuse(wire.ErrCodeInvalid, "register without node")
+	}
 	if ni.Identity == "" {
-		return nil, fail(wire.ErrCodeInvalid, "datanode registration without identity")
+		return refuse(wire.ErrCodeInvalid, "datanode registration without identity")
 	}
 	if ni.Cluster != n.cfg.Cluster {
-		return nil, fail(wire.ErrCodeInvalid, "datanode %s belongs to cluster %q, this namenode serves cluster %q", ni.Identity, ni.Cluster, n.cfg.Cluster)
+		return refuse(wire.ErrCodeInvalid, "datanode %s belongs to cluster %q, this namenode serves cluster %q", ni.Identity, ni.Cluster, n.cfg.Cluster)
 	}
 	if ni.Blocksize != n.cfg.Blocksize {
-		return nil, fail(wire.ErrCodeInvalid, "datanode %s has blocksize %d, the cluster uses %d: re-initialise it with --blocksize %d", ni.Identity, ni.Blocksize, n.cfg.Blocksize, n.cfg.Blocksize)
+		return refuse(wire.ErrCodeInvalid, "datanode %s has blocksize %d, the cluster uses %d: re-initialise it with --blocksize %d", ni.Identity, ni.Blocksize, n.cfg.Blocksize, n.cfg.Blocksize)
 	}
 	if ni.Blocks == 0 {
-		return nil, fail(wire.ErrCodeInvalid, "datanode %s has no blocks", ni.Identity)
+		return refuse(wire.ErrCodeInvalid, "datanode %s has no blocks", ni.Identity)
+	}
+	ns := n.namespace()
+	if ns != "" && ni.Namespace != "" && ni.Namespace != ns {
+		// Its blocks belong to another namespace: admitting it would make
+		// them free space here. The answer carries this namespace's id
+		// so the datanode can explain.
+		n.log.Error("datanode of another namespace refused", "node", ni.Identity, "addr", ni.Addr, "volume_namespace", ni.Namespace, "namespace", ns)
+		return nil, &wire.Response{Code: wire.ErrCodeInvalid, Nodes: []wire.NodeInfo{{Namespace: ns}},
+			Msg: fmt.Sprintf("datanode volume %s belongs to namespace %s, this namenode serves namespace %s (its database was replaced or formatted anew?): "+
+				"restore the namenode's database, or re-initialise the volume to reuse it here (its data is lost)", ni.Identity, ni.Namespace, ns)}
+	}
+	if n.side.registering == nil {
+		n.side.registering = map[string]uint32{}
+	}
+	if _, busy := n.side.registering[ni.Identity]; busy {
+		return refuse(wire.ErrCodeUnavailable, "datanode identity %s is being registered already", ni.Identity)
 	}
 	dn := n.byIdentity[ni.Identity]
 	if dn != nil && dn.alive && dn.conn != nil && dn.conn != c {
-		return nil, fail(wire.ErrCodeExists, "datanode identity %s is already served by the live datanode at %s", ni.Identity, dn.info.Addr)
+		return refuse(wire.ErrCodeExists, "datanode identity %s is already served by the live datanode at %s", ni.Identity, dn.info.Addr)
 	}
-	if dn == nil {
-		id := uint32(1)
+	var rec meta.Datanode
+	switch {
+	case dn == nil:
+		next := uint32(1)
 		for k := range n.nodes {
-			if k >= id {
-				id = k + 1
-			}
+			next = max(next, k+1)
 		}
-		dn = &dnode{Datanode: meta.Datanode{ID: id, Identity: ni.Identity, Blocks: ni.Blocks, Enabled: true}, used: newBlockMap(ni.Blocks)}
-		if err := n.cfg.Store.Apply([]*meta.Change{{PutNodes: []meta.Datanode{dn.Datanode}}}); err != nil {
-			return nil, fail(wire.ErrCodeInternal, "record datanode %s: %v", ni.Identity, err)
+		for _, k := range n.side.registering {
+			next = max(next, k+1)
 		}
-		n.nodes[id] = dn
-		n.byIdentity[ni.Identity] = dn
-	} else if ni.Blocks != dn.Blocks {
+		rec = meta.Datanode{ID: next, Identity: ni.Identity, Blocks: ni.Blocks, Enabled: true}
+	case ni.Blocks != dn.Blocks:
 		if ni.Blocks < dn.used.size && dn.used.firstUsedFrom(ni.Blocks) < dn.used.size {
-			return nil, fail(wire.ErrCodeInvalid, "datanode %s shrank to %d blocks but blocks beyond that are in use", ni.Identity, ni.Blocks)
+			return refuse(wire.ErrCodeInvalid, "datanode %s shrank to %d blocks but blocks beyond that are in use", ni.Identity, ni.Blocks)
 		}
-		dn.Blocks = ni.Blocks
-		dn.used.resize(ni.Blocks)
-		if err := n.cfg.Store.Apply([]*meta.Change{{PutNodes: []meta.Datanode{dn.Datanode}}}); err != nil {
-			return nil, fail(wire.ErrCodeInternal, "record datanode %s: %v", ni.Identity, err)
-		}
+		rec = dn.Datanode
+		rec.Blocks = ni.Blocks
+	default:
+		// Known, unchanged: nothing to write.
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns)}}
 	}
+	// Until the record is durable the datanode is invisible: not listed,
+	// given no blocks, and its id is reserved here. A dead datanode that
+	// grew or shrank gets no blocks either (it is not alive).
+	n.side.registering[ni.Identity] = rec.ID
+	info := *ni
+	return &commitReq{change: &meta.Change{PutNodes: []meta.Datanode{rec}}, reply: func(err error) {
+		// Called by the committer once the record is durable (in relaxed
+		// mode: applied, before any commit that could name the datanode).
+		n.mu.Lock()
+		delete(n.side.registering, rec.Identity)
+		if err != nil {
+			n.mu.Unlock()
+			c.sendAsync(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: fmt.Sprintf("record datanode %s: %v", rec.Identity, err)})
+			return
+		}
+		dn := n.byIdentity[rec.Identity]
+		if dn == nil {
+			dn = &dnode{Datanode: rec, used: newBlockMap(rec.Blocks)}
+			n.nodes[rec.ID] = dn
+			n.byIdentity[rec.Identity] = dn
+		} else {
+			dn.Blocks = rec.Blocks
+			dn.used.resize(rec.Blocks)
+		}
+		out := n.admit(dn, c, &info, ns)
+		n.mu.Unlock()
+		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}})
+	}}, nil
+}
+
+// admit makes a recorded datanode alive on c and returns the answer to
+// its registration. Called with n.mu held.
+func (n *Namenode) admit(dn *dnode, c *conn, ni *wire.NodeInfo, ns string) wire.NodeInfo {
 	dn.info = *ni
-	dn.alive = true
 	dn.lastSeen = time.Now()
-	dn.conn = c
-	n.log.Info("datanode registered", "node", dn.Identity, "id", dn.ID, "addr", ni.Addr, "blocks", ni.Blocks)
+	select {
+	case <-c.done:
+		// The connection closed meanwhile: recorded, but not alive.
+		dn.alive, dn.conn = false, nil
+	default:
+		dn.alive, dn.conn = true, c
+		n.log.Info("datanode registered", "node", dn.Identity, "id", dn.ID, "addr", ni.Addr, "blocks", ni.Blocks)
+	}
 	out := dn.nodeInfo()
-	return &wire.Response{Nodes: []wire.NodeInfo{out}}, nil
+	out.Namespace = ns
+	return out
 }
 
 // connClosed marks the datanodes registered over c dead.

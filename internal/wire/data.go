@@ -53,6 +53,10 @@ type DataResp struct {
 
 const maxDataHeader = 64 << 10
 
+// MaxVerify is the most blocks one DataVerify request may name: its answer
+// (a checksum per block, and the bad blocks) must fit in one header.
+const MaxVerify = 4096
+
 func writeHeader(w io.Writer, body []byte) error {
 	var l [4]byte
 	binary.LittleEndian.PutUint32(l[:], uint32(len(body)))

@@ -1,0 +1,115 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// FsckReport is the result of a filesystem check.
+type FsckReport struct {
+	Problems []string // one line each, naming the path
+	Files    int
+	Blocks   int
+	// Unsettled counts inodes that changed during every pass of the
+	// namenode's check (under heavy concurrent writes); they were not
+	// checked. Run fsck again to check them.
+	Unsettled int
+}
+
+// fsckVerifiers bounds the verify requests in flight at a time.
+const fsckVerifiers = 4
+
+// Fsck checks the metadata and every block replica's checksum on its
+// datanode. The namenode checks its metadata in pages (it holds its lock
+// for one page at a time) and sends every file's block list; the client
+// verifies the blocks on the datanodes, at most wire.MaxVerify blocks per
+// request, so neither the number of files nor the size of a file is
+// limited.
+func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
+	// In a transaction, so the namenode hands out read tickets.
+	tx, _ := c.Begin(ctx)
+	defer tx.Abort(ctx)
+	var rep FsckReport
+	token := uint64(0)
+	for {
+		r, err := tx.call(ctx, &wire.Request{Op: wire.OpFsck, Ino: token})
+		if err != nil {
+			return FsckReport{}, err
+		}
+		if len(r.Counters) < 4 {
+			return FsckReport{}, fmt.Errorf("fsck: namenode answered without its scan state")
+		}
+		rep.Problems = append(rep.Problems, r.Problems...)
+		rep.Files += int(r.Counters[2])
+		rep.Unsettled = int(r.Counters[3])
+		rep.Problems = append(rep.Problems, c.verifyFiles(ctx, r.Files, &rep.Blocks)...)
+		if r.Counters[1] != 0 {
+			sort.Strings(rep.Problems)
+			return rep, nil
+		}
+		token = r.Counters[0]
+	}
+}
+
+// verifyFiles verifies every replica of the blocks listed and returns the
+// problems found, in the order of the list.
+func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, blocks *int) []string {
+	type task struct {
+		path     string
+		x        *wire.Extent
+		replica  int
+		from, to uint32 // blocks of the extent
+	}
+	var tasks []task
+	for _, f := range files {
+		for i := range f.Extents {
+			x := &f.Extents[i]
+			*blocks += int(x.Count)
+			for ri := range x.Replicas {
+				for from := uint32(0); from < x.Count; from += wire.MaxVerify {
+					tasks = append(tasks, task{f.Path, x, ri, from, min(x.Count, from+wire.MaxVerify)})
+				}
+			}
+		}
+	}
+	out := make([][]string, len(tasks))
+	sem := make(chan struct{}, fsckVerifiers)
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		rp := t.x.Replicas[t.replica]
+		n, ok := c.node(rp.Node)
+		if !ok {
+			continue // the namenode reports blocks on unknown datanodes
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			x, start := t.x, rp.Start+uint64(t.from)
+			first, last := x.Index+uint64(t.from), x.Index+uint64(t.to)-1
+			bad, crcs, err := c.data.verify(ctx, n.Addr, start, uint64(t.to-t.from), ticketAt(x.Tickets, t.replica))
+			if err != nil {
+				out[i] = append(out[i], fmt.Sprintf("%s: blocks %d-%d on datanode %s (%s): %v", t.path, first, last, n.Identity, n.Addr, err))
+				return
+			}
+			for _, b := range bad {
+				out[i] = append(out[i], fmt.Sprintf("%s: block %d: data does not match its checksum on datanode %s block %d", t.path, first+(b-start), n.Identity, b))
+			}
+			for k, crc := range crcs {
+				if j := int(t.from) + k; j < len(x.CRC) && crc != x.CRC[j] {
+					out[i] = append(out[i], fmt.Sprintf("%s: block %d: datanode %s block %d holds other data than was committed", t.path, first+uint64(k), n.Identity, start+uint64(k)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var problems []string
+	for _, p := range out {
+		problems = append(problems, p...)
+	}
+	return problems
+}
