@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -85,6 +86,12 @@ func Mount(backingDir, mountpoint string) (*FS, error) {
 	f := &FS{backing: backingDir, mountpoint: mountpoint, dev: st.Dev, states: map[uint64]*fileState{}}
 	rn := &node{LoopbackNode: root.(*fs.LoopbackNode), fsys: f}
 	timeout := time.Second
+	// go-fuse opens /dev/fuse without O_CLOEXEC when it calls mount(2)
+	// itself. Every process started later (the daemons under test) would
+	// inherit it and keep the connection alive after this process died,
+	// hanging every user of the mount. Hold the fork lock until the
+	// descriptor is close-on-exec.
+	syscall.ForkLock.Lock()
 	srv, err := fs.Mount(mountpoint, rn, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			// mount(2) directly: no fusermount (package fuse3) needed.
@@ -108,6 +115,8 @@ func Mount(backingDir, mountpoint string) (*FS, error) {
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 	})
+	closeFuseOnExec()
+	syscall.ForkLock.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("lossyfs: mount %s: %w", mountpoint, err)
 	}
@@ -119,6 +128,19 @@ func Mount(backingDir, mountpoint string) (*FS, error) {
 	}
 	f.conn = unix.Minor(mst.Dev)
 	return f, nil
+}
+
+// closeFuseOnExec sets close-on-exec on every descriptor of /dev/fuse this
+// process has.
+func closeFuseOnExec() {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == "/dev/fuse" {
+			if fd, err := strconv.Atoi(e.Name()); err == nil {
+				syscall.CloseOnExec(fd)
+			}
+		}
+	}
 }
 
 // Mountpoint returns where the filesystem is mounted.

@@ -60,6 +60,19 @@ func child(mode, arg string) error {
 		fmt.Println("committed")
 		bufio.NewReader(os.Stdin).ReadString('\n') // until killed
 		return nil
+	case "fuse-fds": // count inherited descriptors of /dev/fuse
+		n := 0
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l == "/dev/fuse" {
+				n++
+			}
+		}
+		fmt.Println(n)
+		return nil
 	case "sqlite-count":
 		db, err := sql.Open("sqlite", "file:"+arg)
 		if err != nil {
@@ -483,5 +496,20 @@ func TestCutWithOpenFile(t *testing.T) {
 	f.Close()
 	if got := m.read("open"); len(got) != 0 {
 		t.Fatalf("after the cut: %q", got)
+	}
+}
+
+// TestChildrenDoNotInheritTheDevice: processes started after the mount do
+// not hold /dev/fuse, which would keep the connection alive (and the
+// mount hanging) after the serving process died.
+func TestChildrenDoNotInheritTheDevice(t *testing.T) {
+	m := mount(t)
+	m.cut() // and a second mount
+	out, err := childCmd(t, "fuse-fds", "").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.TrimSpace(string(out)); n != "0" {
+		t.Fatalf("a child process holds %s descriptors of /dev/fuse", n)
 	}
 }
