@@ -15,9 +15,11 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/namenode"
+	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -220,4 +222,66 @@ func TestFsckCleanDuringCommits(t *testing.T) {
 		t.Errorf("fsck after the commits: %d unsettled, problems:\n%s", rep.Unsettled, strings.Join(rep.Problems, "\n"))
 	}
 	t.Logf("%d operations during the checks; %d inodes unsettled; final check: %d files, %d blocks", ops.Load(), unsettled, rep.Files, rep.Blocks)
+}
+
+// TestFsckScanSpansPages: the namenode's fsck scan is a series of
+// requests, each one page under the namenode lock; between two pages other
+// clients commit, and the scan still ends clean and counts every file.
+func TestFsckScanSpansPages(t *testing.T) {
+	t.Cleanup(namenode.SetFsckPageWork(10))
+	c := clustertest.StartInProcess(t, clustertest.Options{Datanodes: 1})
+	ctx := context.Background()
+	setup := c.Client(t)
+	if err := setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		for i := 0; i < 100; i++ {
+			if _, err := tx.Create(ctx, fmt.Sprintf("/f%d", i), client.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rpc.Dial(ctx, c.Addr, auth.None, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	const txn = 7
+	page := func(token uint64, begin bool) *wire.Response {
+		t.Helper()
+		q := &wire.Request{Op: wire.OpFsck, Txn: txn, Ino: token}
+		if begin {
+			q.Flags = wire.FlagBegin
+		}
+		r, err := raw.Call(ctx, q)
+		if err != nil || r.Code != wire.OK {
+			t.Fatalf("fsck page: %v %+v", err, r)
+		}
+		return r
+	}
+	r := page(0, true)
+	if len(r.Counters) < 4 || r.Counters[1] != 0 {
+		t.Fatalf("the first page of a scan of 100 files in pages of 10 ends it: counters %v", r.Counters)
+	}
+	// A commit between pages is not held up by the scan.
+	if err := setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		_, err := tx.Create(ctx, "/during", client.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pages, files := 1, r.Counters[2]
+	var problems []string
+	for r.Counters[1] == 0 {
+		r = page(r.Counters[0], false)
+		pages++
+		files += r.Counters[2]
+		problems = append(problems, r.Problems...)
+	}
+	if len(problems) > 0 || files < 100 {
+		t.Fatalf("scan over %d pages: %d files, problems %v", pages, files, problems)
+	}
+	raw.Call(ctx, &wire.Request{Op: wire.OpAbort, Txn: txn})
+	t.Logf("%d pages, %d files", pages, files)
 }
