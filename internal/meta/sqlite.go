@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/internal/wire"
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
@@ -70,9 +71,9 @@ type SQLite struct {
 
 // SQLiteOptions say how OpenSQLiteWith opens a metadata database.
 type SQLiteOptions struct {
-	// Relaxed acknowledges commits before the WAL is fsynced
-	// (synchronous=NORMAL): a crash may lose the last commits, never
-	// corrupt.
+	// Relaxed is kept for callers: Apply never waits for the disk
+	// (synchronous=NORMAL); commits become durable with Sync, which the
+	// namenode calls before it acknowledges a durable commit.
 	Relaxed bool
 	// Format creates a new namespace (only the root directory and a new
 	// random namespace id) in a database file that does not exist yet. It
@@ -99,10 +100,10 @@ var ErrNoDatabase = errors.New("no metadata database")
 var ErrLostWAL = errors.New("metadata write-ahead log missing")
 
 // OpenSQLite opens the database at path, creating a new namespace if it does
-// not exist, and migrates it. With relaxed set, commits are acknowledged
-// before the WAL is fsynced (synchronous=NORMAL): a crash may lose the last
-// commits, never corrupt. The namenode command uses OpenSQLiteWith, which
-// creates a namespace only when told to format.
+// not exist, and migrates it. Apply writes the WAL without waiting for the
+// disk; Sync makes everything applied durable (relaxed is kept for
+// callers). The namenode command uses OpenSQLiteWith, which creates a
+// namespace only when told to format.
 func OpenSQLite(path string, relaxed bool) (*SQLite, error) {
 	return OpenSQLiteWith(path, SQLiteOptions{Relaxed: relaxed, Create: true})
 }
@@ -151,10 +152,10 @@ func OpenSQLiteWith(path string, o SQLiteOptions) (*SQLite, error) {
 			}
 		}
 	}
-	sync := "FULL"
-	if o.Relaxed {
-		sync = "NORMAL"
-	}
+	// NORMAL: a commit writes the WAL without fsync; the namenode makes
+	// batches durable with Sync (one fdatasync of the WAL), for every
+	// durable commit at once and for async ones within its window.
+	sync := "NORMAL"
 	q := url.Values{}
 	if o.ReadOnly {
 		q.Add("mode", "ro")
@@ -644,13 +645,25 @@ func lastPuts(changes []*Change) map[uint64]slot {
 	return last
 }
 
-// Sync implements Syncer: a checkpoint fsyncs the WAL (and then the
-// database file), which at synchronous=NORMAL is the point where relaxed
-// commits become durable.
+// Sync implements Syncer: everything applied so far is in the WAL (or,
+// after a checkpoint, in the fsynced database file); one fdatasync of the
+// WAL makes it durable, exactly what synchronous=FULL does at every
+// commit, but once per batch the namenode chooses.
 func (s *SQLite) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.checkpoint("PASSIVE")
+	f, err := os.Open(s.path + "-wal")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no log: everything is in the database file
+	}
+	if err != nil {
+		return fmt.Errorf("sync metadata log: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("sync metadata log %s-wal: %w", s.path, err)
+	}
+	return nil
 }
 
 // Backup writes a consistent copy of the metadata (everything applied so
