@@ -491,8 +491,12 @@ func lastLogLine(path string) string {
 }
 
 // writePrivate writes a file readable by its owner only, replacing an
-// existing one (whatever its permissions were) atomically.
+// existing one (whatever its permissions were) atomically; a symbolic link
+// (such as a ~/.plasmafs kept elsewhere) stays, its target is replaced.
 func writePrivate(path string, data []byte) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err != nil {
 		return err
