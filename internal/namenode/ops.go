@@ -256,9 +256,8 @@ func (n *Namenode) pathOf(tx *Txn, ino uint64) (string, error) {
 		if in == nil || depth > 4096 {
 			return "", fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
 		}
-		parent := in.parent
+		var parent uint64
 		if in.attr.Type != wire.TypeDir {
-			parent = 0
 			for p := range in.links {
 				if parent == 0 || p < parent {
 					parent = p

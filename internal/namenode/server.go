@@ -365,4 +365,3 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 func (n *Namenode) syncBarrier(c *conn, id uint64) {
 	n.commitQ <- &commitReq{reply: func(error) { c.sendAsync(id, &wire.Response{}) }}
 }
-
