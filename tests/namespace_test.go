@@ -75,3 +75,20 @@ func TestNamespaceCommands(t *testing.T) {
 		t.Fatalf("/x after rename: %v", err)
 	}
 }
+
+// TestTrailingSlash: a trailing slash names a directory; on a file it is
+// an error, never silently dropped.
+func TestTrailingSlash(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	c.MustRun("create", "/f")
+	c.MustRun("mkdir", "/d")
+	for _, args := range [][]string{{"stat", "/f/"}, {"cat", "/f/"}, {"create", "/x/"}, {"rm", "/f/"}, {"mv", "/f/", "/g"}} {
+		if out, code := c.Run(nil, args...); code == 0 {
+			t.Errorf("plasma %v succeeded (%q); a trailing slash on a non-directory is an error", args, out)
+		}
+	}
+	c.MustRun("stat", "/d/")
+	if out, code := c.Run(nil, "stat", "/x"); code == 0 {
+		t.Errorf("create /x/ made a file: %s", out)
+	}
+}

@@ -469,6 +469,9 @@ func (n *Namenode) create(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.R
 	if err != nil {
 		return nil, err
 	}
+	if q.Type != wire.TypeDir && strings.HasSuffix(q.Path, "/") {
+		return nil, fail(wire.ErrCodeIsDir, "%s: a trailing slash names a directory, not a %s", q.Path, q.Type)
+	}
 	return n.createIn(tx, who, q, parent, name)
 }
 
@@ -688,6 +691,9 @@ func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error
 	if err != nil {
 		return err
 	}
+	if err := n.slashOnNonDir(tx, p, parent, name); err != nil {
+		return err
+	}
 	return n.unlinkIn(tx, who, parent, name, p, dir)
 }
 
@@ -791,6 +797,12 @@ func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string, noReplac
 	dp, dname, err := n.resolveParent(tx, who, to)
 	if err != nil {
 		return err
+	}
+	if err := n.slashOnNonDir(tx, from, sp, sname); err != nil {
+		return err
+	}
+	if err := n.slashOnNonDir(tx, to, sp, sname); err != nil {
+		return err // moving a non-directory to a name with a slash
 	}
 	return n.renameIn(tx, who, sp, sname, dp, dname, from, to, noReplace)
 }

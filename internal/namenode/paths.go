@@ -94,7 +94,27 @@ func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (
 		}
 		cur = child
 	}
+	// A trailing slash names a directory (a symlink to one is followed).
+	if strings.HasSuffix(p, "/") && len(p) > 1 {
+		if a := n.attr(tx, cur); a != nil && a.Type != wire.TypeDir {
+			return 0, fail(wire.ErrCodeNotDir, "%s: not a directory", p)
+		}
+	}
 	return cur, nil
+}
+
+// slashOnNonDir reports a trailing slash on a path whose last component is
+// not (to be) a directory.
+func (n *Namenode) slashOnNonDir(tx *Txn, p string, parent uint64, name string) error {
+	if !strings.HasSuffix(p, "/") {
+		return nil
+	}
+	if c := n.entry(tx, parent, name); c != 0 {
+		if a := n.attr(tx, c); a != nil && a.Type != wire.TypeDir {
+			return fail(wire.ErrCodeNotDir, "%s: not a directory", p)
+		}
+	}
+	return nil
 }
 
 func (n *Namenode) parentOf(tx *Txn, dir uint64) uint64 {
