@@ -132,9 +132,11 @@ func (m *macConn) Write(p []byte) (int, error) {
 		m.wseq++
 		bufs = append(bufs, meta[i:i+4], chunk, meta[i+4:i+4+tagLen])
 	}
-	m.wbufs = bufs[:0]
 	nb := net.Buffers(bufs)
-	if _, err := nb.WriteTo(m.Conn); err != nil {
+	_, err := nb.WriteTo(m.Conn)
+	clear(bufs) // keep no reference to the caller's buffer
+	m.wbufs = bufs[:0]
+	if err != nil {
 		m.werr = err
 		return 0, err
 	}
