@@ -1,0 +1,433 @@
+// Package fusefs mounts PlasmaFS with FUSE (github.com/hanwen/go-fuse/v2,
+// raw inode API): a thin adapter that turns kernel requests into calls of
+// internal/vfs, which owns the file semantics. FUSE node ids are PlasmaFS
+// inode numbers (never reused; the root is 1), so the adapter keeps no
+// inode table and ignores FORGET.
+//
+// The mount is made with mount(2) directly (DirectMountStrict), so it
+// needs root but not the fuse3 package's fusermount3.
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/vfs"
+)
+
+// Options shape a mount.
+type Options struct {
+	AllowOther bool // let other local users use the mount (with default_permissions)
+	// DefaultPermissions makes the kernel check mode bits against the
+	// caller's uid and gid (always on with AllowOther).
+	DefaultPermissions bool
+	Debug              bool
+	FsName             string // shown in /proc/mounts (default "plasma")
+}
+
+// FS is the raw FUSE filesystem over a VFS.
+type FS struct {
+	fuse.RawFileSystem
+	v *vfs.VFS
+}
+
+// New returns the FUSE filesystem over v.
+func New(v *vfs.VFS) *FS {
+	return &FS{RawFileSystem: fuse.NewDefaultRawFileSystem(), v: v}
+}
+
+// Mount mounts v on mountpoint and starts serving it. Wait on the
+// returned server; Unmount it to stop.
+func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	if o.FsName == "" {
+		o.FsName = "plasma"
+	}
+	mo := &fuse.MountOptions{
+		AllowOther:        o.AllowOther,
+		FsName:            o.FsName,
+		Name:              "plasma",
+		Debug:             o.Debug,
+		DirectMountStrict: true,
+		MaxWrite:          1 << 20,
+		MaxBackground:     64,
+		// O_TRUNC arrives with OPEN (handled in the file's transaction)
+		// instead of as a separate SETATTR.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+	}
+	if o.AllowOther || o.DefaultPermissions {
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	if v.ReadOnly() {
+		mo.Options = append(mo.Options, "ro")
+	}
+	srv, err := fuse.NewServer(New(v), mp, mo)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// String names the filesystem.
+func (fs *FS) String() string { return "plasma" }
+
+func ctx() context.Context { return context.Background() }
+
+func status(err error) fuse.Status { return fuse.Status(vfs.Errno(err)) }
+
+func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
+	*out = fuse.Attr{}
+	out.Ino = a.Ino
+	out.Size = uint64(a.Size)
+	out.Blocks = (out.Size + 511) / 512
+	out.Mode = vfs.UnixMode(a)
+	out.Nlink = a.Nlink
+	if out.Nlink == 0 && a.Type == client.TypeDir {
+		out.Nlink = 2
+	}
+	out.Uid = fs.v.UID(a.User)
+	out.Gid = fs.v.GID(a.Group)
+	mt, ct := a.Mtime, a.Ctime
+	if ct.IsZero() {
+		ct = mt
+	}
+	out.SetTimes(&mt, &mt, &ct)
+	out.Blksize = uint32(a.Blocksize)
+	if out.Blksize == 0 {
+		out.Blksize = 4096
+	}
+}
+
+func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
+	out.NodeId = a.Ino
+	out.Generation = 1
+	ttl := fs.v.TTL()
+	out.SetEntryTimeout(ttl)
+	out.SetAttrTimeout(ttl)
+	fs.fillAttr(a, &out.Attr)
+}
+
+func (fs *FS) fillAttrOut(a vfs.Attr, out *fuse.AttrOut) {
+	out.SetTimeout(fs.v.TTL())
+	fs.fillAttr(a, &out.Attr)
+}
+
+// Lookup answers LOOKUP.
+func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := fs.v.Lookup(ctx(), h.NodeId, name)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillEntry(a, out)
+	return fuse.OK
+}
+
+// Forget needs nothing: node ids are inode numbers.
+func (fs *FS) Forget(nodeid, nlookup uint64) {}
+
+// GetAttr answers GETATTR.
+func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	a, err := fs.v.GetAttr(ctx(), in.NodeId)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillAttrOut(a, out)
+	return fuse.OK
+}
+
+// SetAttr answers SETATTR (mode, owner, size, times).
+func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	var r vfs.SetAttrReq
+	if m, ok := in.GetMode(); ok {
+		r.Mode = &m
+	}
+	if u, ok := in.GetUID(); ok {
+		r.UID = &u
+	}
+	if g, ok := in.GetGID(); ok {
+		r.GID = &g
+	}
+	if s, ok := in.GetSize(); ok {
+		sz := int64(s)
+		r.Size = &sz
+	}
+	if t, ok := in.GetMTime(); ok {
+		r.Mtime = &t
+	}
+	if t, ok := in.GetATime(); ok {
+		r.Atime = &t
+	}
+	a, err := fs.v.SetAttr(ctx(), in.NodeId, r)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillAttrOut(a, out)
+	return fuse.OK
+}
+
+// Mknod creates regular files only (other types: EPERM).
+func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	if in.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return fuse.EPERM
+	}
+	a, fh, err := fs.v.Create(ctx(), in.NodeId, name, in.Mode&0o7777, os.O_EXCL|os.O_RDONLY)
+	if err != nil {
+		return status(err)
+	}
+	fs.v.Release(ctx(), fh)
+	fs.fillEntry(a, out)
+	return fuse.OK
+}
+
+// Mkdir answers MKDIR.
+func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := fs.v.Mkdir(ctx(), in.NodeId, name, in.Mode&0o7777)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillEntry(a, out)
+	return fuse.OK
+}
+
+// Unlink answers UNLINK.
+func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return status(fs.v.Unlink(ctx(), h.NodeId, name))
+}
+
+// Rmdir answers RMDIR.
+func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return status(fs.v.Rmdir(ctx(), h.NodeId, name))
+}
+
+// Rename answers RENAME and RENAME2 (RENAME_NOREPLACE; not EXCHANGE).
+func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	flags := in.Flags
+	if in.Opcode == opRename {
+		// Plain RENAME carries no flags; go-fuse may hand over stale
+		// bytes of its buffer in the field.
+		flags = 0
+	}
+	return status(fs.v.Rename(ctx(), in.NodeId, oldName, in.Newdir, newName, flags))
+}
+
+// opRename is FUSE_RENAME (renameat2 with flags uses FUSE_RENAME2).
+const opRename = 12
+
+// Link answers LINK.
+func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := fs.v.Link(ctx(), in.Oldnodeid, in.NodeId, name)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillEntry(a, out)
+	return fuse.OK
+}
+
+// Symlink answers SYMLINK.
+func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := fs.v.Symlink(ctx(), h.NodeId, name, target)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillEntry(a, out)
+	return fuse.OK
+}
+
+// Readlink answers READLINK.
+func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	t, err := fs.v.Readlink(ctx(), h.NodeId)
+	if err != nil {
+		return nil, status(err)
+	}
+	return []byte(t), fuse.OK
+}
+
+// Access answers ACCESS (sent only without default_permissions).
+func (fs *FS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	return status(fs.v.Access(ctx(), in.NodeId, in.Mask, in.Uid, []uint32{in.Gid}))
+}
+
+// Create answers CREATE.
+func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	a, fh, err := fs.v.Create(ctx(), in.NodeId, name, in.Mode&0o7777, int(in.Flags))
+	if err != nil {
+		return status(err)
+	}
+	fs.fillEntry(a, &out.EntryOut)
+	out.OpenOut.Fh = fh
+	return fuse.OK
+}
+
+// Open answers OPEN. Page-cache contents are dropped at every open
+// (no FOPEN_KEEP_CACHE): close-to-open consistency with other clients.
+func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	fh, err := fs.v.Open(ctx(), in.NodeId, int(in.Flags))
+	if err != nil {
+		return status(err)
+	}
+	out.Fh = fh
+	return fuse.OK
+}
+
+// Read answers READ.
+func (fs *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	n, err := fs.v.Read(ctx(), in.Fh, buf[:min(len(buf), int(in.Size))], int64(in.Offset))
+	if err != nil {
+		return nil, status(err)
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+// Write answers WRITE.
+func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	n, err := fs.v.Write(ctx(), in.Fh, data, int64(in.Offset))
+	if err != nil {
+		return uint32(n), status(err)
+	}
+	return uint32(n), fuse.OK
+}
+
+// Flush answers FLUSH (every close): commits the file's writes.
+func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	return status(fs.v.Flush(ctx(), in.Fh))
+}
+
+// Fsync answers FSYNC: durable commit.
+func (fs *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return status(fs.v.Fsync(ctx(), in.Fh))
+}
+
+// Release answers RELEASE.
+func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	fs.v.Release(ctx(), in.Fh)
+}
+
+// OpenDir answers OPENDIR.
+func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	a, err := fs.v.GetAttr(ctx(), in.NodeId)
+	if err != nil {
+		return status(err)
+	}
+	if !a.IsDir() {
+		return fuse.ENOTDIR
+	}
+	fh, err := fs.v.OpenDir(ctx(), in.NodeId)
+	if err != nil {
+		return status(err)
+	}
+	out.Fh = fh
+	return fuse.OK
+}
+
+// ReadDir answers READDIR.
+func (fs *FS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return fs.readDir(in, out, false)
+}
+
+// ReadDirPlus answers READDIRPLUS.
+func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return fs.readDir(in, out, true)
+}
+
+func typeMode(t client.FileType) uint32 {
+	switch t {
+	case client.TypeDir:
+		return syscall.S_IFDIR
+	case client.TypeSymlink:
+		return syscall.S_IFLNK
+	}
+	return syscall.S_IFREG
+}
+
+// readDir lists from offset in.Offset: 0 is ".", 1 "..", then the
+// directory's entries in name order; an entry's offset is its position
+// plus one.
+func (fs *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
+	off := int(in.Offset)
+	add := func(e fuse.DirEntry, a *vfs.Attr) bool {
+		if !plus {
+			return out.AddDirEntry(e)
+		}
+		eo := out.AddDirLookupEntry(e)
+		if eo == nil {
+			return false
+		}
+		if a != nil && a.Ino != 0 {
+			fs.fillEntry(*a, eo)
+		}
+		return true
+	}
+	for ; off < 2; off++ {
+		name, ino := ".", in.NodeId
+		if off == 1 {
+			name, ino = "..", fuse.FUSE_UNKNOWN_INO
+		}
+		if !add(fuse.DirEntry{Name: name, Ino: ino, Mode: syscall.S_IFDIR, Off: uint64(off + 1)}, nil) {
+			return fuse.OK
+		}
+	}
+	ents, err := fs.v.ReadDir(ctx(), in.Fh, off-2, plus)
+	if err != nil {
+		return status(err)
+	}
+	for i := range ents {
+		e := fuse.DirEntry{Name: ents[i].Name, Ino: ents[i].Ino, Mode: typeMode(ents[i].Type), Off: uint64(off + i + 1)}
+		if !add(e, &ents[i].Info) {
+			break
+		}
+	}
+	return fuse.OK
+}
+
+// ReleaseDir answers RELEASEDIR.
+func (fs *FS) ReleaseDir(in *fuse.ReleaseIn) { fs.v.ReleaseDir(in.Fh) }
+
+// FsyncDir answers FSYNCDIR: every earlier change is durable after it.
+func (fs *FS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return status(fs.v.FsyncDir(ctx()))
+}
+
+// StatFs answers STATFS.
+func (fs *FS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	s, err := fs.v.StatFS(ctx())
+	if err != nil {
+		return status(err)
+	}
+	*out = fuse.StatfsOut{Blocks: s.TotalBlocks, Bfree: s.FreeBlocks, Bavail: s.FreeBlocks, Files: s.Files + 1<<20,
+		Ffree: 1 << 20, Bsize: s.Blocksize, Frsize: s.Blocksize, NameLen: 255}
+	return fuse.OK
+}
+
+// Unmount unmounts mountpoint: umount(2), and with force a lazy detach
+// when that fails (a mount whose server died, or is busy).
+func Unmount(mountpoint string, force bool) error {
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return err
+	}
+	err = syscall.Unmount(mp, 0)
+	if err == nil || !force {
+		if err != nil {
+			return fmt.Errorf("%s: %w", mp, err)
+		}
+		return nil
+	}
+	if err2 := syscall.Unmount(mp, syscall.MNT_DETACH); err2 != nil {
+		return fmt.Errorf("%s: %v; lazy unmount: %w", mp, err, err2)
+	}
+	return nil
+}

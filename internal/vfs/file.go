@@ -1,0 +1,570 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+// fileState is what this mount holds of one open regular file, shared by
+// all its handles (as the kernel's page cache is shared by all
+// descriptors): one transaction with the file open in it, begun at the
+// first read or write after the file was opened, committed at flush
+// (close) and fsync when it wrote something, aborted when the last handle
+// is released.
+type fileState struct {
+	v   *VFS
+	ino uint64
+	// refs counts handles and operations using the state; guarded by
+	// v.hmu. The state leaves v.states when it drops to zero.
+	refs int
+
+	mu    sync.RWMutex // exclusive: changes below; shared: reads through f
+	tx    *client.Txn
+	f     *client.File
+	dirty bool // written or truncated since the transaction began
+	// pinned: the transaction must stay open, because the file may have
+	// lost its last name (the namenode keeps an unlinked file for the
+	// transactions that use it). Once such a transaction ends, the file
+	// is gone for this mount too.
+	pinned bool
+	mtime  time.Time // of the last uncommitted write
+	gone   bool      // could not be opened again: ErrStale
+	attr   Attr      // attributes when pinned (shown once the file has no name)
+}
+
+// state returns the open-file state of ino with a reference, or nil.
+func (v *VFS) state(ino uint64) *fileState {
+	v.hmu.Lock()
+	defer v.hmu.Unlock()
+	st := v.states[ino]
+	if st != nil {
+		st.refs++
+	}
+	return st
+}
+
+// acquire returns the open-file state of ino with a reference, creating
+// it if needed.
+func (v *VFS) acquire(ino uint64) *fileState {
+	v.hmu.Lock()
+	defer v.hmu.Unlock()
+	st := v.states[ino]
+	if st == nil {
+		st = &fileState{v: v, ino: ino}
+		v.states[ino] = st
+	}
+	st.refs++
+	return st
+}
+
+// unref drops a reference; the last one ends the state's transaction
+// (committing uncommitted data, as a last close would).
+func (v *VFS) unref(st *fileState) error {
+	v.hmu.Lock()
+	st.refs--
+	last := st.refs == 0
+	v.hmu.Unlock()
+	if !last {
+		return nil
+	}
+	st.mu.Lock()
+	err := st.end(context.Background())
+	st.mu.Unlock()
+	v.hmu.Lock()
+	if st.refs == 0 && v.states[st.ino] == st {
+		delete(v.states, st.ino)
+	}
+	v.hmu.Unlock()
+	return err
+}
+
+// open makes sure the state has its transaction with the file open.
+// Called with st.mu held exclusively.
+func (st *fileState) open() error {
+	if st.f != nil {
+		return nil
+	}
+	if st.gone {
+		return ErrStale
+	}
+	tx, err := st.v.c.Begin(st.v.bg)
+	if err != nil {
+		return err
+	}
+	f, err := tx.OpenInode(st.v.bg, st.ino)
+	if err != nil {
+		tx.Abort(context.Background())
+		if errors.Is(err, client.ErrNotFound) {
+			if st.pinned {
+				st.gone = true
+			}
+			return ErrStale
+		}
+		return err
+	}
+	st.tx, st.f = tx, f
+	return nil
+}
+
+// commit commits the state's transaction (durably if durable, else
+// Async). Called with st.mu held exclusively. The next read or write
+// begins a new transaction, which sees the latest committed data.
+func (st *fileState) commit(ctx context.Context, durable bool) error {
+	if st.tx == nil {
+		return nil
+	}
+	tx, f := st.tx, st.f
+	st.tx, st.f, st.dirty = nil, nil, false
+	defer st.v.invalidate(st.ino)
+	if err := f.Close(); err != nil {
+		tx.Abort(context.Background())
+		return err
+	}
+	if durable || st.v.opt.Sync {
+		return tx.Commit(ctx)
+	}
+	return tx.CommitAsync(ctx)
+}
+
+// end ends the transaction: committed if it wrote, else aborted. Called
+// with st.mu held exclusively.
+func (st *fileState) end(ctx context.Context) error {
+	if st.tx == nil {
+		return nil
+	}
+	if st.dirty {
+		return st.commit(ctx, false)
+	}
+	tx := st.tx
+	st.f.Close()
+	st.tx, st.f = nil, nil
+	tx.Abort(ctx)
+	return nil
+}
+
+// pin commits uncommitted data and keeps a transaction holding the file,
+// so that it stays readable after its last name is removed.
+func (st *fileState) pin(ctx context.Context, a Attr) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.dirty {
+		if err := st.commit(ctx, false); err != nil {
+			return err
+		}
+	}
+	if err := st.open(); err != nil {
+		return err
+	}
+	st.pinned, st.attr = true, a
+	return nil
+}
+
+func (st *fileState) truncate(ctx context.Context, size int64) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.open(); err != nil {
+		return err
+	}
+	if err := st.f.Truncate(size); err != nil {
+		return err
+	}
+	st.dirty, st.mtime = true, time.Now()
+	if st.v.opt.Sync {
+		return st.commit(ctx, true)
+	}
+	return nil
+}
+
+// quiesce commits the uncommitted data of ino if it is open in this
+// mount: an operation that changes the inode (chmod, link, …) would
+// otherwise conflict with the file's own transaction.
+func (v *VFS) quiesce(ctx context.Context, ino uint64) error {
+	st := v.state(ino)
+	if st == nil {
+		return nil
+	}
+	defer v.unref(st)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.dirty {
+		return nil
+	}
+	return st.commit(ctx, false)
+}
+
+// pinnedAttr returns the attributes of a file open in this mount whose
+// last name may be gone.
+func (v *VFS) pinnedAttr(ino uint64) (Attr, bool) {
+	st := v.state(ino)
+	if st == nil {
+		return Attr{}, false
+	}
+	defer v.unref(st)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if !st.pinned || st.f == nil {
+		return Attr{}, false
+	}
+	a := st.attr
+	a.Nlink = 0
+	a.Size = st.f.Size()
+	if st.dirty {
+		a.Mtime = st.mtime
+	}
+	return a, true
+}
+
+// overlay puts the size and mtime of uncommitted writes into a.
+func (v *VFS) overlay(a Attr) Attr {
+	if a.Type != client.TypeFile {
+		return a
+	}
+	if o, ok := v.openAttr(a.Ino); ok {
+		a.Size = o.Size
+		if !o.Mtime.IsZero() {
+			a.Mtime = o.Mtime
+		}
+	}
+	return a
+}
+
+// openAttr returns what an open file's state knows of its attributes:
+// the size its transaction sees and the time of the last uncommitted
+// write.
+func (v *VFS) openAttr(ino uint64) (Attr, bool) {
+	st := v.state(ino)
+	if st == nil {
+		return Attr{}, false
+	}
+	defer v.unref(st)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.f == nil || !st.dirty {
+		return Attr{}, false
+	}
+	return Attr{Ino: ino, Type: client.TypeFile, Size: st.f.Size(), Mtime: st.mtime, Nlink: 0}, true
+}
+
+// ---- handles
+
+// handle is an open file or directory.
+type handle struct {
+	ino    uint64
+	st     *fileState // regular files
+	append bool
+	write  bool
+	dir    *dirStream // directories
+}
+
+func (v *VFS) newHandle(h *handle) uint64 {
+	v.hmu.Lock()
+	defer v.hmu.Unlock()
+	v.nextFH++
+	v.handles[v.nextFH] = h
+	return v.nextFH
+}
+
+func (v *VFS) handle(fh uint64) (*handle, error) {
+	v.hmu.Lock()
+	defer v.hmu.Unlock()
+	h := v.handles[fh]
+	if h == nil {
+		return nil, syscall.EBADF
+	}
+	return h, nil
+}
+
+// Create creates the regular file name in dir (permission bits mode) and
+// opens it with flags (os.O_*). Without O_EXCL an existing file is opened.
+func (v *VFS) Create(ctx context.Context, dir uint64, name string, mode uint32, flags int) (Attr, uint64, error) {
+	if err := v.writable(); err != nil {
+		return Attr{}, 0, err
+	}
+	var a Attr
+	var err error
+	err = v.auto(ctx, func(tx *client.Txn) error {
+		a, err = tx.CreateAt(ctx, dir, name, client.CreateOptions{Mode: client.UnixMode(mode & 0o7777), Rep: v.opt.Rep})
+		return err
+	})
+	if errors.Is(err, client.ErrExists) && flags&os.O_EXCL == 0 {
+		if a, err = v.Lookup(ctx, dir, name); err != nil {
+			return Attr{}, 0, err
+		}
+		switch a.Type {
+		case client.TypeDir:
+			return Attr{}, 0, syscall.EISDIR
+		case client.TypeSymlink:
+			return Attr{}, 0, syscall.ELOOP
+		}
+		fh, err := v.Open(ctx, a.Ino, flags)
+		if err != nil {
+			return Attr{}, 0, err
+		}
+		a, err = v.GetAttr(ctx, a.Ino)
+		return a, fh, err
+	}
+	if err != nil {
+		return Attr{}, 0, err
+	}
+	if mode&0o7777 == 0 { // CreateAt takes 0 for the default 0644
+		if a, err = v.setMode(ctx, a.Ino, 0); err != nil {
+			return Attr{}, 0, err
+		}
+	}
+	v.created(dir, name, a)
+	fh, err := v.Open(ctx, a.Ino, flags&^os.O_TRUNC)
+	return a, fh, err
+}
+
+// Open opens regular file ino with flags (os.O_*: the access mode,
+// O_APPEND, O_TRUNC) and returns a handle.
+func (v *VFS) Open(ctx context.Context, ino uint64, flags int) (uint64, error) {
+	write := flags&(os.O_WRONLY|os.O_RDWR) != 0
+	if (write || flags&os.O_TRUNC != 0) && v.opt.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	st := v.acquire(ino)
+	st.mu.Lock()
+	var err error
+	switch {
+	case flags&os.O_TRUNC != 0 && write:
+		if err = st.open(); err == nil {
+			if st.f.Size() != 0 {
+				err = st.f.Truncate(0)
+				st.dirty, st.mtime = true, time.Now()
+			}
+		}
+	case !st.dirty && !st.pinned && st.tx != nil:
+		// Close-to-open consistency: a new open sees the latest
+		// committed data, also while other handles are open.
+		err = st.end(ctx)
+	}
+	st.mu.Unlock()
+	if err != nil {
+		v.unref(st)
+		return 0, err
+	}
+	return v.newHandle(&handle{ino: ino, st: st, append: flags&os.O_APPEND != 0, write: write}), nil
+}
+
+// Read reads from file handle fh at off; it returns fewer bytes only at
+// the end of the file.
+func (v *VFS) Read(ctx context.Context, fh uint64, p []byte, off int64) (int, error) {
+	h, err := v.handle(fh)
+	if err != nil {
+		return 0, err
+	}
+	if h.st == nil {
+		return 0, syscall.EISDIR
+	}
+	return h.st.read(p, off)
+}
+
+func (st *fileState) read(p []byte, off int64) (int, error) {
+	for {
+		st.mu.RLock()
+		if st.f != nil {
+			n, err := st.f.ReadAt(p, off)
+			st.mu.RUnlock()
+			if err == io.EOF {
+				err = nil
+			}
+			return n, err
+		}
+		st.mu.RUnlock()
+		st.mu.Lock()
+		err := st.open()
+		st.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Write writes p to file handle fh at off (at the end of the file for a
+// handle opened with O_APPEND). The data is committed at Flush, Fsync or
+// Release.
+func (v *VFS) Write(ctx context.Context, fh uint64, p []byte, off int64) (int, error) {
+	h, err := v.handle(fh)
+	if err != nil {
+		return 0, err
+	}
+	if h.st == nil {
+		return 0, syscall.EISDIR
+	}
+	if v.opt.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	st := h.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.open(); err != nil {
+		return 0, err
+	}
+	if h.append {
+		off = st.f.Size()
+	}
+	n, err := st.f.WriteAt(p, off)
+	if n > 0 {
+		st.dirty, st.mtime = true, time.Now()
+	}
+	if err == nil && v.opt.Sync {
+		err = st.commit(ctx, true)
+	}
+	return n, err
+}
+
+// Flush is called at every close of a descriptor: uncommitted data of the
+// file is committed (Async unless the mount is sync), so other clients
+// see it once close returns. Nothing to commit costs nothing.
+func (v *VFS) Flush(ctx context.Context, fh uint64) error {
+	h, err := v.handle(fh)
+	if err != nil || h.st == nil {
+		return err
+	}
+	h.st.mu.Lock()
+	defer h.st.mu.Unlock()
+	if !h.st.dirty {
+		return nil
+	}
+	return h.st.commit(ctx, false)
+}
+
+// Fsync commits the file's uncommitted data durably and returns once
+// everything acknowledged before it (also metadata operations of this
+// mount, which commit Async) is durable.
+func (v *VFS) Fsync(ctx context.Context, fh uint64) error {
+	h, err := v.handle(fh)
+	if err != nil {
+		return err
+	}
+	if h.st != nil {
+		h.st.mu.Lock()
+		dirty := h.st.dirty
+		if dirty {
+			err = h.st.commit(ctx, true)
+		}
+		h.st.mu.Unlock()
+		if dirty {
+			return err
+		}
+	}
+	return v.c.Sync(ctx)
+}
+
+// FsyncDir makes every metadata change acknowledged before it durable.
+func (v *VFS) FsyncDir(ctx context.Context) error { return v.c.Sync(ctx) }
+
+// Release closes handle fh. The last handle of a file ends its
+// transaction.
+func (v *VFS) Release(ctx context.Context, fh uint64) error {
+	v.hmu.Lock()
+	h := v.handles[fh]
+	delete(v.handles, fh)
+	v.hmu.Unlock()
+	if h == nil {
+		return syscall.EBADF
+	}
+	if h.st != nil {
+		return v.unref(h.st)
+	}
+	return nil
+}
+
+// ---- directories
+
+// dirStream is an open directory: the entries read so far, in name order,
+// fetched a page at a time. Positions index this list, so they stay valid
+// while the directory changes (a frontend's cookie is a position).
+type dirStream struct {
+	mu      sync.Mutex
+	ino     uint64
+	entries []client.DirEntry
+	more    bool
+	started bool
+	plus    bool
+}
+
+// OpenDir opens directory ino for reading.
+func (v *VFS) OpenDir(ctx context.Context, ino uint64) (uint64, error) {
+	return v.newHandle(&handle{ino: ino, dir: &dirStream{ino: ino, more: true}}), nil
+}
+
+// DirPage is how many entries a directory page asks the namenode for.
+const DirPage = 1024
+
+// ReadDir returns the entries of directory handle fh from position pos
+// on (at least one page, unless the directory ends). With plus the
+// entries carry their attributes (and fill the caches). Reading position
+// 0 again starts a fresh listing (rewinddir).
+func (v *VFS) ReadDir(ctx context.Context, fh uint64, pos int, plus bool) ([]client.DirEntry, error) {
+	h, err := v.handle(fh)
+	if err != nil {
+		return nil, err
+	}
+	if h.dir == nil {
+		return nil, syscall.ENOTDIR
+	}
+	d := h.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if pos == 0 && d.started {
+		d.entries, d.more = nil, true
+	}
+	d.started = true
+	if plus && !d.plus && len(d.entries) > 0 {
+		// Attributes were not fetched so far: fetch from pos on again.
+		d.entries, d.more = d.entries[:min(pos, len(d.entries))], true
+	}
+	d.plus = d.plus || plus
+	for pos >= len(d.entries) && d.more {
+		after := ""
+		if len(d.entries) > 0 {
+			after = d.entries[len(d.entries)-1].Name
+		}
+		var page []client.DirEntry
+		var more bool
+		err := v.auto(ctx, func(tx *client.Txn) error {
+			page, more, err = tx.ReadDirPage(ctx, d.ino, after, DirPage, d.plus)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			more = false
+		}
+		d.entries, d.more = append(d.entries, page...), more
+		if d.plus {
+			for i := range page {
+				v.putAttr(page[i].Info)
+				v.putEntry(d.ino, page[i].Name, page[i].Ino)
+			}
+		}
+	}
+	if pos >= len(d.entries) {
+		return nil, nil
+	}
+	out := d.entries[pos:]
+	if d.plus {
+		out = append([]client.DirEntry(nil), out...)
+		for i := range out {
+			out[i].Info = v.overlay(out[i].Info)
+		}
+	}
+	return out, nil
+}
+
+// ReleaseDir closes directory handle fh.
+func (v *VFS) ReleaseDir(fh uint64) {
+	v.hmu.Lock()
+	delete(v.handles, fh)
+	v.hmu.Unlock()
+}

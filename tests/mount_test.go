@@ -1,0 +1,212 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// TestMountLifecycle: SIGTERM and 'plasma umount' unmount cleanly (the
+// mount process exits 0); after kill -9 of the mount process 'plasma
+// umount -f' clears the stale mount, the directory can be mounted again,
+// and the cluster is consistent.
+func TestMountLifecycle(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+
+	m := startMount(t, c)
+	mustOK(t, "write", os.WriteFile(m.Path("a"), []byte("one"), 0o644))
+	m.Signal(syscall.SIGTERM)
+	if code := m.Wait(); code != 0 {
+		t.Fatalf("mount process exited %d after SIGTERM", code)
+	}
+	if isMounted(m.Dir) {
+		t.Fatal("still mounted after SIGTERM")
+	}
+
+	m = startMount(t, c)
+	if got, err := os.ReadFile(m.Path("a")); err != nil || string(got) != "one" {
+		t.Fatalf("file written before the remount: %q %v", got, err)
+	}
+	c.MustRun("umount", m.Dir)
+	if code := m.Wait(); code != 0 {
+		t.Fatalf("mount process exited %d after plasma umount", code)
+	}
+	if isMounted(m.Dir) {
+		t.Fatal("still mounted after plasma umount")
+	}
+
+	m = startMount(t, c)
+	f, err := os.Create(m.Path("open-during-kill"))
+	mustOK(t, "create", err)
+	_, err = f.Write(bytes.Repeat([]byte("x"), 300000))
+	mustOK(t, "write", err)
+	m.Signal(syscall.SIGKILL)
+	m.Wait()
+	f.Close()
+	if _, err := os.Stat(m.Path("a")); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("stat in a mount whose process was killed: %v, want ENOTCONN", err)
+	}
+	if out, code := c.Run(nil, "umount", m.Dir); code == 0 {
+		t.Logf("plasma umount without -f cleared the stale mount: %s", out)
+	} else {
+		c.MustRun("umount", "-f", m.Dir)
+	}
+	if isMounted(m.Dir) {
+		t.Fatal("stale mount still there after plasma umount -f")
+	}
+	if _, err := os.ReadDir(m.Dir); err != nil {
+		t.Fatalf("mountpoint unusable after umount -f: %v", err)
+	}
+	c.MustRun("fsck")
+	m2 := startMount(t, c)
+	if got, err := os.ReadFile(m2.Path("a")); err != nil || string(got) != "one" {
+		t.Fatalf("after remounting: %q %v", got, err)
+	}
+
+	// -detach returns once mounted.
+	dir := filepath.Join(t.TempDir(), "detached")
+	mustOK(t, "mkdir", os.Mkdir(dir, 0o755))
+	out := c.MustRun("mount", "-detach", dir)
+	t.Cleanup(func() {
+		if isMounted(dir) {
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+	if !isMounted(dir) {
+		t.Fatalf("mount -detach returned (%s) but nothing is mounted", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "a")); err != nil || string(got) != "one" {
+		t.Fatalf("through the detached mount: %q %v", got, err)
+	}
+	c.MustRun("umount", dir)
+}
+
+// TestMountTwoMountsSeeEachOther: a change committed through one mount
+// (close) is seen through another mount of the same cluster once its
+// caches expire; with ttl=0 at once.
+func TestMountTwoMountsSeeEachOther(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+	a := startMount(t, c)
+	b := startMount(t, c, "ttl=0")
+	mustOK(t, "write", os.WriteFile(a.Path("f"), []byte("v1"), 0o644))
+	if got, err := os.ReadFile(b.Path("f")); err != nil || string(got) != "v1" {
+		t.Fatalf("other mount: %q %v", got, err)
+	}
+	mustOK(t, "rewrite", os.WriteFile(a.Path("f"), []byte("version 2"), 0o644))
+	if got, err := os.ReadFile(b.Path("f")); err != nil || string(got) != "version 2" {
+		t.Fatalf("other mount after rewrite: %q %v", got, err)
+	}
+	mustOK(t, "rename", os.Rename(a.Path("f"), a.Path("g")))
+	if _, err := os.Stat(b.Path("f")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("renamed-away name in the other mount: %v", err)
+	}
+	if got, err := os.ReadFile(b.Path("g")); err != nil || string(got) != "version 2" {
+		t.Fatalf("renamed file in the other mount: %q %v", got, err)
+	}
+}
+
+// run runs a shell command line in dir and fails the test on error.
+func run(t *testing.T, dir, cmdline string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", cmdline)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmdline, err, out)
+	}
+	return string(out)
+}
+
+// makeTree writes a tree of directories and files of various sizes.
+func makeTree(t *testing.T, root string) {
+	t.Helper()
+	n := 0
+	for d := 0; d < 5; d++ {
+		dir := filepath.Join(root, fmt.Sprintf("dir%d", d), "sub")
+		mustOK(t, "mkdir", os.MkdirAll(dir, 0o755))
+		for i := 0; i < 12; i++ {
+			n++
+			size := (n * 7919) % 200000
+			if i%4 == 0 {
+				size = i
+			}
+			mustOK(t, "write", os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.bin", i)), randBytes(size, uint64(n)), 0o644))
+		}
+		mustOK(t, "symlink", os.Symlink("sub/f01.bin", filepath.Join(root, fmt.Sprintf("dir%d", d), "link")))
+	}
+}
+
+// TestMountPrograms: programs nobody here wrote, through the mount: cp -r
+// in and out, tar x and tar c, a make + gcc build of a few C files.
+func TestMountPrograms(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+	m := startMount(t, c)
+	src := filepath.Join(t.TempDir(), "src")
+	makeTree(t, src)
+	work := t.TempDir()
+
+	t.Run("cp", func(t *testing.T) {
+		run(t, work, "cp -r "+src+" "+m.Path("cp"))
+		run(t, work, "diff -r "+src+" "+m.Path("cp"))
+		run(t, work, "cp -a "+m.Path("cp")+" back && diff -r "+src+" back")
+	})
+	t.Run("tar", func(t *testing.T) {
+		run(t, work, "tar cf src.tar -C "+src+" .")
+		mustOK(t, "mkdir", os.Mkdir(m.Path("tar"), 0o755))
+		run(t, work, "tar xf src.tar -C "+m.Path("tar"))
+		run(t, work, "diff -r "+src+" "+m.Path("tar"))
+		// tar c back out of the mount: the same members and contents.
+		run(t, work, "tar cf again.tar -C "+m.Path("tar")+" . && mkdir again && tar xf again.tar -C again && diff -r "+src+" again")
+	})
+	t.Run("make", func(t *testing.T) {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			t.Skip("no gcc")
+		}
+		if _, err := exec.LookPath("make"); err != nil {
+			t.Skip("no make")
+		}
+		dir := m.Path("build")
+		mustOK(t, "mkdir", os.Mkdir(dir, 0o755))
+		var objs, calls []string
+		for i := 0; i < 6; i++ {
+			mustOK(t, "write", os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.c", i)),
+				[]byte(fmt.Sprintf("#include \"common.h\"\nint f%d(int x) { return x * %d + K; }\n", i, i+2)), 0o644))
+			objs = append(objs, fmt.Sprintf("f%d.o", i))
+			calls = append(calls, fmt.Sprintf("f%d(%d)", i, i))
+		}
+		mustOK(t, "write", os.WriteFile(filepath.Join(dir, "common.h"), []byte("#define K 1\n"), 0o644))
+		var decl strings.Builder
+		for i := 0; i < 6; i++ {
+			fmt.Fprintf(&decl, "int f%d(int);\n", i)
+		}
+		mustOK(t, "write", os.WriteFile(filepath.Join(dir, "main.c"), []byte("#include <stdio.h>\n"+decl.String()+
+			"int main(void) { printf(\"%d\\n\", "+strings.Join(calls, " + ")+"); return 0; }\n"), 0o644))
+		mustOK(t, "write", os.WriteFile(filepath.Join(dir, "Makefile"), []byte("prog: main.o "+strings.Join(objs, " ")+
+			"\n\tgcc -o $@ $^\n%.o: %.c common.h\n\tgcc -O1 -c -o $@ $<\n"), 0o644))
+		run(t, dir, "make -j2")
+		out := run(t, dir, "./prog")
+		want := 0
+		for i := 0; i < 6; i++ {
+			want += i*(i+2) + 1
+		}
+		if strings.TrimSpace(out) != fmt.Sprint(want) {
+			t.Fatalf("prog printed %q, want %d", out, want)
+		}
+		// Nothing to do the second time: the timestamps survived.
+		if out := run(t, dir, "make"); !strings.Contains(out, "up to date") {
+			t.Fatalf("second make rebuilt: %s", out)
+		}
+	})
+	c.MustRun("fsck")
+}
