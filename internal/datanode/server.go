@@ -526,7 +526,7 @@ func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("forward to datanode %s: %w", h.Addr, err)
 		}
-		nc, err := auth.Client(raw, s.cfg.Security, s.cfg.Credential)
+		nc, err := auth.Client(raw, s.cfg.Security, s.cfg.Credential, auth.RoleDatanode)
 		if err != nil {
 			raw.Close()
 			return fmt.Errorf("forward to datanode %s: %w", h.Addr, err)
