@@ -133,7 +133,7 @@ func TestReplacedDatabaseVolumesRefuse(t *testing.T) {
 		c.Kill(p)
 	}
 	db := filepath.Join(c.Dir, "namenode.db")
-	for _, suffix := range []string{"", "-wal", "-shm"} {
+	for _, suffix := range []string{"", "-wal", "-shm", ".log"} {
 		os.Remove(db + suffix)
 	}
 	c.Opts.NamenodeArgs = []string{"-format"}
@@ -239,7 +239,7 @@ func TestBackupRestore(t *testing.T) {
 		if c.NN.Running() {
 			c.Kill(c.NN)
 		}
-		for _, suffix := range []string{"", "-wal", "-shm"} {
+		for _, suffix := range []string{"", "-wal", "-shm", ".log"} {
 			os.Remove(db + suffix)
 		}
 		b, err := os.ReadFile(backup)

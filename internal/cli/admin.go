@@ -103,7 +103,7 @@ func adminBackup(ctx context.Context, args []string) error {
 	f := newFlags("admin backup", "FILE", `Make the namenode write a consistent copy of its metadata database to FILE, a
 new file on the namenode's host (a relative FILE is taken from this command's
 working directory). Commits wait while it is written. Superuser only.
-To restore: stop the namenode, remove its database's -wal and -shm files, and
+To restore: stop the namenode, remove its database's -wal, -shm and .log files, and
 copy FILE over the database (plasma namenode -db).`, true)
 	return withClient(ctx, f, args, 1, 1, func(c *client.Client) error {
 		path, err := filepath.Abs(f.pos[0])

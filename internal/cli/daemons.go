@@ -190,6 +190,10 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
 	}
+	logPath := *db + ".log"
+	if _, err := os.Stat(logPath); err == nil && *format {
+		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
+	}
 	store, err := meta.OpenSQLiteWith(*db, meta.SQLiteOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
 	if err != nil {
 		return err
@@ -202,7 +206,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
 		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}
@@ -358,7 +362,7 @@ func cmdNamenodeBackup(ctx context.Context, args []string) error {
 	f := newFlags("namenode backup", "-db FILE -o COPY", `Write a consistent copy of a namenode's metadata database (with what its -wal
 file holds) to the new file COPY, without a namenode running. A running
 namenode is backed up with 'plasma admin backup'. To restore: stop the
-namenode, remove FILE-wal and FILE-shm, and copy COPY to FILE.`, false)
+namenode, remove FILE-wal, FILE-shm and FILE.log, and copy COPY to FILE.`, false)
 	db := f.String("db", "namenode.db", "the namenode's SQLite metadata database")
 	out := f.String("o", "", "the copy to write (must not exist)")
 	acceptLostWAL := f.Bool("accept-lost-wal", false, "copy a database whose -wal file is gone although it was not closed cleanly")
@@ -373,11 +377,20 @@ namenode, remove FILE-wal and FILE-shm, and copy COPY to FILE.`, false)
 	if *out == "" {
 		return usagef("-o COPY is required")
 	}
-	store, err := meta.OpenSQLiteWith(*db, meta.SQLiteOptions{ReadOnly: true, AcceptLostWAL: *acceptLostWAL})
+	// Commits still only in the commit log go into the store first (the
+	// namenode is stopped; it would replay them itself at its next start).
+	logPath := *db + ".log"
+	_, logErr := os.Stat(logPath)
+	store, err := meta.OpenSQLiteWith(*db, meta.SQLiteOptions{ReadOnly: logErr != nil, AcceptLostWAL: *acceptLostWAL})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if logErr == nil {
+		if err := namenode.ReplayLog(store, logPath); err != nil {
+			return err
+		}
+	}
 	if err := store.Backup(*out); err != nil {
 		return err
 	}

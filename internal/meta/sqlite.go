@@ -417,6 +417,11 @@ func (s *SQLite) Load() (*Snapshot, error) {
 		return nil, fmt.Errorf("load datanodes: %w", err)
 	}
 	var lim uint64
+	var logSeq int64
+	if err := s.db.QueryRow(`SELECT value FROM counters WHERE name = 'log_seq'`).Scan(&logSeq); err != nil && err != sql.ErrNoRows {
+		return nil, fmt.Errorf("load counters: %w", err)
+	}
+	snap.LogSeq = uint64(logSeq)
 	err = s.db.QueryRow(`SELECT value FROM counters WHERE name = 'ino_limit'`).Scan(&lim)
 	if err != nil && err != sql.ErrNoRows {
 		return nil, fmt.Errorf("load counters: %w", err)
@@ -578,6 +583,11 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 				return fmt.Errorf("touch directory %d: %w", ino, err)
 			}
 		}
+		if c.LogSeq != 0 {
+			if _, err := tx.Exec(`INSERT INTO counters VALUES ('log_seq', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.LogSeq)); err != nil {
+				return fmt.Errorf("write commit log position: %w", err)
+			}
+		}
 		if c.InoLimit != 0 {
 			if _, err := tx.Exec(`INSERT INTO counters VALUES ('ino_limit', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.InoLimit)); err != nil {
 				return fmt.Errorf("write inode limit: %w", err)
@@ -725,7 +735,9 @@ func markClosed(path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = db.Exec(`UPDATE counters SET value = 0 WHERE name = 'in_use'`)
+	// A copy carries no commit-log position either: restored, it is a
+	// checkpoint of its own and the namenode starts a new log.
+	_, err = db.Exec(`UPDATE counters SET value = 0 WHERE name = 'in_use'; DELETE FROM counters WHERE name = 'log_seq'`)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

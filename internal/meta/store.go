@@ -34,6 +34,8 @@ type Snapshot struct {
 	// InoLimit is the first inode number never handed out: numbers below it
 	// may have been seen by clients and are never reused.
 	InoLimit uint64
+	// LogSeq is the last commit-log record the store holds (0: none).
+	LogSeq uint64
 }
 
 // Change is what one committed transaction (or one namenode action) writes.
@@ -49,6 +51,9 @@ type Change struct {
 	// Touch raises the mtime of directories whose entries changed; it
 	// needs no lock and must not overwrite other attributes.
 	Touch map[uint64]int64
+	// LogSeq records that the store now holds the namenode's commit log
+	// up to this record (0: unchanged). Not part of the log's own records.
+	LogSeq uint64
 }
 
 // Store makes metadata durable. Implementations are used by one goroutine

@@ -41,6 +41,7 @@ func (n *Namenode) backup(c *conn, id uint64, q *wire.Request) {
 	go func() {
 		defer n.wg.Done()
 		resp := &wire.Response{}
+		n.waitCheckpoint() // the store holds everything logged so far
 		if err := b.Backup(q.Path); err != nil {
 			resp = &wire.Response{Code: wire.ErrCodeInternal, Msg: err.Error()}
 		} else {

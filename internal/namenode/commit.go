@@ -194,9 +194,15 @@ func (n *Namenode) committer() {
 			}
 		}
 		if len(changes) > 0 {
-			if err := n.cfg.Store.Apply(changes); err != nil {
+			var err error
+			if n.clog != nil {
+				err = n.logBatch(changes)
+			} else {
+				err = n.cfg.Store.Apply(changes)
+			}
+			if err != nil {
 				// The store's state is unknown now: acknowledge nothing, stop.
-				n.fatal(fmt.Errorf("apply a batch of %d changes: %w", len(changes), err))
+				n.fatal(fmt.Errorf("write a batch of %d changes: %w", len(changes), err))
 				<-n.stop
 				return
 			}
@@ -246,7 +252,15 @@ func (n *Namenode) syncStore() bool {
 	if seq == done {
 		return true // nothing applied since the last sync
 	}
-	if err := n.cfg.Store.(meta.Syncer).Sync(); err != nil {
+	var err error
+	if n.clog != nil {
+		if err = n.clog.Sync(); err == nil {
+			err = n.restartLog()
+		}
+	} else {
+		err = n.cfg.Store.(meta.Syncer).Sync()
+	}
+	if err != nil {
 		n.fatal(fmt.Errorf("sync the metadata store: %w", err))
 		return false
 	}

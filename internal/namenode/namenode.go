@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/commitlog"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -61,6 +62,15 @@ type Config struct {
 	Relaxed      bool
 	SyncInterval time.Duration
 	SyncCommits  int
+
+	// LogPath, if set, is the commit log: the durability point of every
+	// commit, with the store as a checkpoint the log is applied to in the
+	// background (see internal/commitlog). Without it the store itself is
+	// made durable at each sync.
+	LogPath string
+	// LogSize is the log's preallocated size and the amount of records
+	// after which it is checkpointed and started over (default 64 MiB).
+	LogSize int64
 
 	// Fatal is called when the metadata store fails (a failed write or
 	// fsync leaves the store's state unknown): the namenode stops serving
@@ -123,6 +133,15 @@ type Namenode struct {
 	// Store batches applied and known durable (guarded by mu; written
 	// only by the committer).
 	appliedSeq, durableSeq uint64
+
+	// The commit log and its checkpointer (nil without a log).
+	clog     *commitlog.Log
+	ckptMu   sync.Mutex
+	ckptCond *sync.Cond
+	ckptQ    []ckptBatch // logged batches not yet in the store
+	ckptDone uint64      // last log record the store holds
+	ckptStop bool
+	ckptWG   sync.WaitGroup
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
@@ -190,6 +209,12 @@ func New(cfg Config) (*Namenode, error) {
 	snap, err := cfg.Store.Load()
 	if err != nil {
 		return nil, err
+	}
+	var clog *commitlog.Log
+	if cfg.LogPath != "" {
+		if clog, snap, err = openLog(cfg, snap); err != nil {
+			return nil, err
+		}
 	}
 	n := &Namenode{
 		cfg:            cfg,
@@ -261,9 +286,16 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.inoNext = snap.InoLimit
 	n.inoLimit = snap.InoLimit
+	n.clog = clog
+	n.ckptCond = sync.NewCond(&n.ckptMu)
+	n.ckptDone = snap.LogSeq
 	n.wg.Add(2)
 	go n.committer()
 	go n.reaper()
+	if clog != nil {
+		n.ckptWG.Add(1)
+		go n.checkpointer()
+	}
 	return n, nil
 }
 
@@ -341,6 +373,16 @@ func (n *Namenode) Close() error {
 	n.lnMu.Unlock()
 	close(n.stop)
 	n.wg.Wait()
+	// The checkpointer applies what is logged, then stops; the log itself
+	// would replay it anyway.
+	n.ckptMu.Lock()
+	n.ckptStop = true
+	n.ckptCond.Broadcast()
+	n.ckptMu.Unlock()
+	n.ckptWG.Wait()
+	if n.clog != nil {
+		n.clog.Close()
+	}
 	return nil
 }
 

@@ -1,0 +1,170 @@
+package namenode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+
+	"github.com/plasmafs/plasma/internal/commitlog"
+	"github.com/plasmafs/plasma/internal/meta"
+)
+
+// The commit log is the durability point when Config.LogPath is set: the
+// committer appends each batch as one record and fdatasyncs the log for
+// durable commits; the checkpointer applies logged batches to the store in
+// the background, in larger transactions, recording how far it got
+// (meta.Change.LogSeq). Start-up replays what the store lacks. Once the
+// log holds more than LogSize, the committer waits for the checkpointer,
+// makes the store durable and starts the log over.
+
+type ckptBatch struct {
+	seq     uint64
+	changes []*meta.Change
+}
+
+const defaultLogSize = 64 << 20
+
+// openLog opens the commit log and brings the store up to date with it
+// before anything is loaded into memory.
+func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, error) {
+	size := cfg.LogSize
+	if size == 0 {
+		size = defaultLogSize
+	}
+	if _, err := os.Stat(cfg.LogPath); errors.Is(err, fs.ErrNotExist) && snap.LogSeq > 0 {
+		return nil, nil, fmt.Errorf("commit log %s is missing but the store was written from it (through record %d): the most recent commits may be lost; restore the log, or move the database aside and restore a backup", cfg.LogPath, snap.LogSeq)
+	}
+	replayed := 0
+	last := snap.LogSeq
+	l, err := commitlog.Open(cfg.LogPath, size, snap.LogSeq+1, func(seq uint64, payload []byte) error {
+		if seq <= snap.LogSeq {
+			return nil // already in the store
+		}
+		if seq != last+1 {
+			return fmt.Errorf("commit log %s does not continue the store (it holds record %d, the store ends at %d): a database restored from a backup needs its old log removed", cfg.LogPath, seq, last)
+		}
+		changes, err := meta.DecodeChanges(payload)
+		if err != nil {
+			return fmt.Errorf("commit log %s: record %d: %w", cfg.LogPath, seq, err)
+		}
+		if err := cfg.Store.Apply(append(changes, &meta.Change{LogSeq: seq})); err != nil {
+			return fmt.Errorf("replay commit log record %d: %w", seq, err)
+		}
+		replayed++
+		last = seq
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The store must hold durably what the log will no longer: a log
+	// that starts over relies on it.
+	if err := cfg.Store.(meta.Syncer).Sync(); err != nil {
+		l.Close()
+		return nil, nil, fmt.Errorf("sync the store after replaying the commit log: %w", err)
+	}
+	if replayed > 0 {
+		cfg.Logger.Info("commit log replayed", "records", replayed, "through", last)
+		if snap, err = cfg.Store.Load(); err != nil {
+			l.Close()
+			return nil, nil, err
+		}
+	}
+	return l, snap, nil
+}
+
+// logBatch appends a batch to the log and hands it to the checkpointer.
+// Called by the committer only.
+func (n *Namenode) logBatch(changes []*meta.Change) error {
+	seq, err := n.clog.Append(meta.EncodeChanges(changes))
+	if err != nil {
+		return err
+	}
+	n.ckptMu.Lock()
+	n.ckptQ = append(n.ckptQ, ckptBatch{seq, changes})
+	n.ckptCond.Broadcast()
+	n.ckptMu.Unlock()
+	return nil
+}
+
+// checkpointer applies logged batches to the store.
+func (n *Namenode) checkpointer() {
+	defer n.ckptWG.Done()
+	for {
+		n.ckptMu.Lock()
+		for len(n.ckptQ) == 0 && !n.ckptStop {
+			n.ckptCond.Wait()
+		}
+		q := n.ckptQ
+		n.ckptQ = nil
+		stop := n.ckptStop
+		n.ckptMu.Unlock()
+		if len(q) > 0 {
+			var all []*meta.Change
+			for _, b := range q {
+				all = append(all, b.changes...)
+			}
+			last := q[len(q)-1].seq
+			if err := n.cfg.Store.Apply(append(all, &meta.Change{LogSeq: last})); err != nil {
+				n.fatal(fmt.Errorf("checkpoint the commit log into the store: %w", err))
+				return
+			}
+			n.ckptMu.Lock()
+			n.ckptDone = last
+			n.ckptCond.Broadcast()
+			n.ckptMu.Unlock()
+		}
+		if stop && len(q) == 0 {
+			return
+		}
+	}
+}
+
+// ReplayLog brings a stopped namenode's store up to date with its commit
+// log (an offline backup needs it).
+func ReplayLog(store meta.Store, path string) error {
+	snap, err := store.Load()
+	if err != nil {
+		return err
+	}
+	l, _, err := openLog(Config{Store: store, LogPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, snap)
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// waitCheckpoint waits until the store holds every logged batch (a backup
+// or a log restart needs it).
+func (n *Namenode) waitCheckpoint() {
+	if n.clog == nil {
+		return
+	}
+	n.ckptMu.Lock()
+	defer n.ckptMu.Unlock()
+	want := n.clog.Next() - 1
+	for n.ckptDone < want && !n.ckptStop {
+		n.ckptCond.Wait()
+	}
+}
+
+// restartLog starts the log over once it is large: the store must first
+// hold (durably) everything in it. Called by the committer only, after a
+// sync.
+func (n *Namenode) restartLog() error {
+	limit := n.cfg.LogSize
+	if limit == 0 {
+		limit = defaultLogSize
+	}
+	if n.clog == nil || n.clog.Used() < limit {
+		return nil
+	}
+	n.waitCheckpoint()
+	if err := n.cfg.Store.(meta.Syncer).Sync(); err != nil {
+		return fmt.Errorf("sync the store before restarting the commit log: %w", err)
+	}
+	return n.clog.Reset()
+}
