@@ -163,6 +163,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	// Datanodes forget revocations after a day, so no ticket may live longer.
 	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
 	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: seven eighths of the cluster's blocks")
+	var logSize int64 = 64 << 20
+	f.sizeRange(&logSize, "log-size", 64<<10, 1<<40, "commit log: preallocated size, and how much is logged before the log is checkpointed into the database and started over")
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
 	maxUserConns := f.intRange("max-conns-per-user", 256, 1, 1<<20, "connections of one user (not daemons or superusers)")
 	maxHandshakes := f.intRange("max-handshakes-per-source", 64, 1, 1<<20, "connections from one address still in their handshake")
@@ -206,7 +208,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,
 		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}
