@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"testing"
@@ -86,4 +87,34 @@ func TestUserConnectionLimit(t *testing.T) {
 	c.StartDatanode(c.DNs[0])
 	c.WaitLive(2)
 	_ = wire.OpPing
+}
+
+// TestDatanodeConnectionFlood: idle connections to a datanode that never
+// finish their handshake, more than its connection limit, do not keep
+// readers out.
+func TestDatanodeConnectionFlood(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	cl := c.Client(client.Config{NoShortCircuit: true})
+	defer cl.Close()
+	data := randomBytes(t, 3*int(c.Opts.Blocksize))
+	writeFile(t, cl, "/f", data, 1)
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}, Timeout: 5 * time.Second}
+	var flood []net.Conn
+	defer func() {
+		for _, fc := range flood {
+			fc.Close()
+		}
+	}()
+	for i := 0; i < 1100; i++ {
+		fc, err := d.Dial("tcp", c.DNs[0].Addr)
+		if err != nil {
+			continue
+		}
+		flood = append(flood, fc)
+	}
+	fresh := c.Client(client.Config{NoShortCircuit: true})
+	defer fresh.Close()
+	if got := readFile(t, fresh, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("read during a flood of idle datanode connections returned wrong data")
+	}
 }

@@ -34,8 +34,11 @@ type Config struct {
 	// TicketKey, shared with the namenode, checks tickets; nil accepts
 	// requests without tickets (only sensible at level none).
 	TicketKey []byte
-	MaxConns  int           // data connections (default 1024)
-	Idle      time.Duration // close a silent data connection after this (default 10m)
+	MaxConns  int // data connections (default 1024)
+	// MaxConnsPerUser bounds one user's data connections (default 256;
+	// daemons and superusers are not bound by it).
+	MaxConnsPerUser int
+	Idle            time.Duration // close a silent data connection after this (default 10m)
 }
 
 // Server serves one volume over the data protocol.
@@ -50,9 +53,13 @@ type Server struct {
 	ln      net.Listener
 	uln     *net.UnixListener
 	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	conns   map[net.Conn]string // → user ("" until authenticated)
+	// Connections in their handshake per source address, and connections
+	// per user: one peer or one user cannot take every slot.
+	handshakesFrom map[string]int
+	connsOf        map[string]int
+	stop           chan struct{}
+	wg             sync.WaitGroup
 }
 
 // Open opens the volume for serving.
@@ -80,13 +87,16 @@ func Open(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, fmt.Errorf("security level %s/%s needs the datanode's credential", cfg.Security, cfg.NamenodeSecurity)
 	}
+	if cfg.MaxConnsPerUser == 0 {
+		cfg.MaxConnsPerUser = 256
+	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 1024
 	}
 	if cfg.Idle == 0 {
 		cfg.Idle = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, handshakesFrom: map[string]int{}, connsOf: map[string]int{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
 	bs := int(st.Config.Blocksize)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
@@ -232,6 +242,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
+	backoff := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -243,26 +254,65 @@ func (s *Server) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return err
+			// Out of file descriptors and the like: wait, never give up.
+			s.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
+			select {
+			case <-s.stop:
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		src := nc.RemoteAddr().String()
+		if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+			src = a.IP.String()
 		}
 		s.mu.Lock()
-		full := len(s.conns) >= s.cfg.MaxConns
-		if !full {
-			s.conns[nc] = struct{}{}
+		refuse := ""
+		switch {
+		case len(s.conns) >= s.cfg.MaxConns+reserveConns:
+			refuse = "connection limit reached"
+		case s.handshakesFrom[src] >= maxHandshakesPerSource:
+			refuse = "too many connections in their handshake from one address"
+		default:
+			s.conns[nc] = ""
+			s.handshakesFrom[src]++
 		}
 		s.mu.Unlock()
-		if full {
-			s.log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr())
+		if refuse != "" {
+			s.log.Warn(refuse+", refusing", "remote", nc.RemoteAddr())
 			nc.Close()
 			continue
 		}
 		go func() {
-			sc, _, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
+			sc, who, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
+			s.mu.Lock()
+			if s.handshakesFrom[src]--; s.handshakesFrom[src] <= 0 {
+				delete(s.handshakesFrom, src)
+			}
+			if err == nil {
+				user, privileged := "", who == nil
+				if who != nil {
+					user, privileged = who.User, who.Super() || who.Role.Daemon()
+				}
+				switch {
+				case !privileged && len(s.conns) > s.cfg.MaxConns:
+					err = errors.New("connection limit reached")
+				case !privileged && s.connsOf[user] >= s.cfg.MaxConnsPerUser:
+					err = fmt.Errorf("user %s has its maximum of %d connections", user, s.cfg.MaxConnsPerUser)
+				default:
+					s.conns[nc] = user
+					s.connsOf[user]++
+				}
+			}
+			if err != nil {
+				delete(s.conns, nc)
+			}
+			s.mu.Unlock()
 			if err != nil {
 				s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "err", err)
-				s.mu.Lock()
-				delete(s.conns, nc)
-				s.mu.Unlock()
 				nc.Close()
 				return
 			}
@@ -270,6 +320,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		}()
 	}
 }
+
+// Connection limits (as the namenode's): daemons (other datanodes
+// forwarding a chain) and superusers may use reserveConns past MaxConns.
+const (
+	reserveConns           = 64
+	maxHandshakesPerSource = 64
+)
 
 // revoke records transaction tags whose tickets are no longer valid.
 func (s *Server) revoke(tags []uint64) {
@@ -349,6 +406,11 @@ func (s *Server) serveConn(raw, nc net.Conn) {
 		nc.Close()
 		raw.Close()
 		s.mu.Lock()
+		if user, ok := s.conns[raw]; ok {
+			if s.connsOf[user]--; s.connsOf[user] <= 0 {
+				delete(s.connsOf, user)
+			}
+		}
 		delete(s.conns, raw)
 		s.mu.Unlock()
 	}()
