@@ -144,10 +144,21 @@ func TestReplacedDatabaseVolumesRefuse(t *testing.T) {
 		t.Fatalf("namenode log does not show the old and a new namespace:\n%s", c.ReadLog(c.NN))
 	}
 	newNS := ms[1][1]
+	cl = c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
 	for _, p := range c.DNs {
 		c.StartDatanode(p)
+		// It exits, or it joins (then the namenode lists it).
+		for p.Running() {
+			if nodes, err := cl.Datanodes(ctx); err == nil && len(nodes) > 0 {
+				c.Kill(p)
+				t.Fatalf("datanode %s joined a new namespace: %+v", p.Dir, nodes)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a condition, not timing
+		}
 		if code := c.Wait(p); code == 0 {
-			t.Errorf("datanode %s joined a new namespace (exit 0)", p.Dir)
+			t.Errorf("datanode %s exited 0", p.Dir)
 		}
 		log := c.ReadLog(p)
 		for _, want := range []string{p.Dir, oldNS, newNS, "plasma datanode init"} {
@@ -159,9 +170,6 @@ func TestReplacedDatabaseVolumesRefuse(t *testing.T) {
 			t.Errorf("volume %s namespace changed to %q", p.Dir, got)
 		}
 	}
-	cl = c.Client(client.Config{})
-	defer cl.Close()
-	ctx := context.Background()
 	nodes, err := cl.Datanodes(ctx)
 	if err != nil {
 		t.Fatal(err)
