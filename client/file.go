@@ -236,6 +236,12 @@ func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error 
 		if cerr := f.ctx.Err(); cerr != nil {
 			return fmt.Errorf("%s: block %d: %w", f.path, idx, cerr)
 		}
+		if !l.info.Alive {
+			// Whatever answered at its address (nothing, or another
+			// process that now has it), the replica's datanode is down.
+			errs = append(errs, fmt.Sprintf("datanode %s (%s) is down: the namenode has no heartbeat from it (%v)", l.node, l.addr, err))
+			continue
+		}
 		errs = append(errs, err.Error())
 	}
 	return fmt.Errorf("%s: block %d unreadable on every replica: %s", f.path, idx, strings.Join(errs, "; "))

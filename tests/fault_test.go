@@ -391,3 +391,25 @@ func TestForeignDatanodesRefused(t *testing.T) {
 		t.Errorf("truncated volume: exit %d, log %q", code, c.ReadLog(p))
 	}
 }
+
+// TestDeadDatanodeReportedAsDead: when a replica's datanode is dead and
+// another datanode now answers at its address, a failed read says the
+// datanode is down, not something about tickets.
+func TestDeadDatanodeReportedAsDead(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	cl := c.Client(client.Config{})
+	writeFile(t, cl, "/g", randomBytes(t, 2*int(c.Opts.Blocksize)), 1)
+	cl.Close()
+	old := c.DNs[0]
+	c.Kill(old)
+	other := &clustertest.Proc{Addr: old.Addr, Dir: c.InitVolume(c.Opts.Cluster, c.Opts.Blocksize, c.Opts.Size), Log: filepath.Join(c.Dir, "other.log")}
+	c.StartDatanode(other)
+	c.WaitLive(1)
+	out, code := c.RunEnv([]string{"PLASMAFS_NO_SHORTCIRCUIT=1"}, nil, "cat", "/g")
+	if code == 0 {
+		t.Fatal("read of a file whose only datanode is dead succeeded")
+	}
+	if !strings.Contains(out, "is down") {
+		t.Fatalf("error does not say the datanode is down:\n%s", out)
+	}
+}
