@@ -164,12 +164,14 @@ func (n *Namenode) fsckPage(c *conn, tx *Txn, q *wire.Request) (*wire.Response, 
 			// End of a pass: evaluate without the lock.
 			touched := s.touched
 			s.touched = map[uint64]bool{}
-			n.mu.Unlock()
-			issues := s.evaluate(touched)
-			n.mu.Lock()
-			if n.txns[tx.key] != tx {
+			issues := func() []fsckIssue {
+				n.mu.Unlock()
+				defer n.mu.Lock() // also if it panics: the caller unlocks
+				return s.evaluate(touched)
+			}()
+			if n.txns[tx.key] != tx || n.side.scans[s.token] != s {
 				delete(n.side.scans, s.token)
-				return nil, fail(wire.ErrCodeTxn, "transaction %d ended during fsck", tx.key.id)
+				return nil, fail(wire.ErrCodeTxn, "transaction %d ended during fsck, or its scan expired", tx.key.id)
 			}
 			n.fsckSettle(s, issues)
 			work = fsckPageWork
