@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/fusefs"
 	"github.com/plasmafs/plasma/internal/vfs"
 )
@@ -131,6 +134,7 @@ func cmdMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	vo.Owner = selfOwner(f)
 	v := vfs.New(c, vo)
 	srv, err := fusefs.Mount(mp, v, fo)
 	if err != nil {
@@ -225,4 +229,30 @@ func cmdUmount(ctx context.Context, args []string) error {
 		return err
 	}
 	return fusefs.Unmount(f.pos[0], *force)
+}
+
+// selfOwner maps the PlasmaFS user and group the mount or bridge acts as
+// (its credential's) to the local user and group running it.
+func selfOwner(f *flags) *vfs.Owner {
+	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
+	if err != nil {
+		return nil
+	}
+	u, g := cfg.User, cfg.Group
+	if cfg.CredentialFile != "" {
+		if cred, err := auth.LoadCredential(cfg.CredentialFile); err == nil {
+			u, g = cred.Identity.User, cred.Identity.PrimaryGroup()
+		}
+	}
+	if u == "" {
+		cu, err := user.Current()
+		if err != nil {
+			return nil
+		}
+		u = cu.Username
+	}
+	if g == "" {
+		g = u
+	}
+	return &vfs.Owner{User: u, Group: g, UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
 }

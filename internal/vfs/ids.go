@@ -16,6 +16,8 @@ import (
 const Nobody = 65534
 
 type idMap struct {
+	self *Owner // the mount's own user and group, shown as local ids
+
 	mu     sync.Mutex
 	uids   map[string]uint32
 	gids   map[string]uint32
@@ -23,8 +25,17 @@ type idMap struct {
 	groups map[uint32]string
 }
 
-func newIDMap() *idMap {
-	return &idMap{uids: map[string]uint32{}, gids: map[string]uint32{}, users: map[uint32]string{}, groups: map[uint32]string{}}
+// Owner maps the mount's PlasmaFS user and group (its credential's) to
+// local ids, whatever the local user database says: files the mount
+// creates then belong to the local user running it, as on a local
+// filesystem (and NFS clients that check access themselves let it in).
+type Owner struct {
+	User, Group string
+	UID, GID    uint32
+}
+
+func newIDMap(self *Owner) *idMap {
+	return &idMap{self: self, uids: map[string]uint32{}, gids: map[string]uint32{}, users: map[uint32]string{}, groups: map[uint32]string{}}
 }
 
 func numeric(s string) (uint32, bool) {
@@ -37,6 +48,9 @@ func numeric(s string) (uint32, bool) {
 
 // UID returns the local user id of the PlasmaFS user name.
 func (m *idMap) UID(name string) uint32 {
+	if m.self != nil && name == m.self.User {
+		return m.self.UID
+	}
 	if n, ok := numeric(name); ok {
 		return n
 	}
@@ -60,6 +74,9 @@ func (m *idMap) UID(name string) uint32 {
 
 // GID returns the local group id of the PlasmaFS group name.
 func (m *idMap) GID(name string) uint32 {
+	if m.self != nil && name == m.self.Group {
+		return m.self.GID
+	}
 	if n, ok := numeric(name); ok {
 		return n
 	}
@@ -83,6 +100,9 @@ func (m *idMap) GID(name string) uint32 {
 
 // UserName returns the PlasmaFS user name for a local user id.
 func (m *idMap) UserName(uid uint32) string {
+	if m.self != nil && uid == m.self.UID {
+		return m.self.User
+	}
 	m.mu.Lock()
 	name, ok := m.users[uid]
 	m.mu.Unlock()
@@ -101,6 +121,9 @@ func (m *idMap) UserName(uid uint32) string {
 
 // GroupName returns the PlasmaFS group name for a local group id.
 func (m *idMap) GroupName(gid uint32) string {
+	if m.self != nil && gid == m.self.GID {
+		return m.self.Group
+	}
 	m.mu.Lock()
 	name, ok := m.groups[gid]
 	m.mu.Unlock()

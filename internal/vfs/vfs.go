@@ -26,6 +26,9 @@ type Options struct {
 	TTL time.Duration
 	// Rep is the replication of new files (0: the cluster default).
 	Rep int
+	// Owner, if set, shows the mount's own user and group as these
+	// local ids (see Owner).
+	Owner *Owner
 }
 
 // DefaultTTL is the default attribute and entry cache lifetime.
@@ -81,7 +84,7 @@ func New(c *client.Client, opt Options) *VFS {
 		opt.TTL = DefaultTTL
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	return &VFS{c: c, opt: opt, ids: newIDMap(), bg: bg, cancel: cancel,
+	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel,
 		attrs: map[uint64]cachedAttr{}, entries: map[entryKey]cachedEntry{},
 		handles: map[uint64]*handle{}, states: map[uint64]*fileState{}}
 }
