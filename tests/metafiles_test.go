@@ -192,8 +192,9 @@ func TestReplacedDatabaseVolumesRefuse(t *testing.T) {
 	}
 }
 
-// TestMetadataFilesPrivate: the namenode's database, WAL and shared-memory
-// files, and backups of them, are readable by their owner only.
+// TestMetadataFilesPrivate: the namenode's database, WAL, shared-memory
+// and commit log files, and backups of them, are readable by their owner
+// only.
 func TestMetadataFilesPrivate(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
 	cl := c.Client(client.Config{})
@@ -202,7 +203,7 @@ func TestMetadataFilesPrivate(t *testing.T) {
 	db := filepath.Join(c.Dir, "namenode.db")
 	bak := filepath.Join(c.Dir, "backup.db")
 	c.MustRun("admin", "backup", bak)
-	for _, p := range []string{db, db + "-wal", db + "-shm", bak} {
+	for _, p := range []string{db, db + "-wal", db + "-shm", db + ".log", bak} {
 		st, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
