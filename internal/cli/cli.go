@@ -72,8 +72,8 @@ func Main(args []string) int {
 	if name == "datanode" && len(args) > 1 && args[1] == "init" {
 		name, args = "datanode init", args[1:]
 	}
-	if name == "cluster" && len(args) > 1 {
-		name, args = "cluster "+args[1], args[1:]
+	if (name == "cluster" || name == "kv") && len(args) > 1 {
+		name, args = name+" "+args[1], args[1:]
 	}
 	for _, c := range commands {
 		if c.name != name {
