@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/plasma
 export GOFLAGS := -buildvcs=false
 
-.PHONY: build run test check unit race integration fuzz bench bench-quick clean
+.PHONY: build run test deps check unit race integration fuzz bench bench-quick clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/plasma
@@ -13,7 +13,15 @@ build:
 run: build
 	./$(BIN) cluster up
 
-test: build check race integration fuzz
+test: deps build check race integration fuzz
+
+# What the tests need beyond Go: a real NFS client (libnfs-utils) and a C
+# toolchain for the build-through-a-mount test. FUSE needs no package
+# (mount(2) directly, as root).
+deps:
+	@command -v nfs-cp >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 && command -v make >/dev/null 2>&1 || { \
+		echo "== installing test dependencies (libnfs-utils gcc make)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make; }
 
 check:
 	@echo "== gofmt / go vet"

@@ -581,7 +581,7 @@ func (f *File) Truncate(size int64) error {
 		if err := f.flush(f.ctx); err != nil {
 			return err
 		}
-		if err := f.tx.Truncate(f.ctx, f.ino, size); err != nil {
+		if err := f.tx.setSize(f.ctx, f.ino, size); err != nil {
 			return err
 		}
 		f.loaded = false
@@ -632,7 +632,7 @@ func (f *File) startFlush(ctx context.Context) error {
 	if len(f.dirty) == 0 {
 		if f.resize {
 			f.resize = false
-			return f.tx.Truncate(ctx, f.ino, f.size)
+			return f.tx.setSize(ctx, f.ino, f.size)
 		}
 		return nil
 	}

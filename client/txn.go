@@ -339,6 +339,14 @@ type SetAttr struct {
 
 // SetAttr changes attributes of inode ino.
 func (tx *Txn) SetAttr(ctx context.Context, ino uint64, s SetAttr) (FileInfo, error) {
+	if s.Size != nil && !tx.auto {
+		// A size change goes through the file, which zeroes the rest of a
+		// partial last block (see Truncate).
+		if err := tx.Truncate(ctx, ino, *s.Size); err != nil {
+			return FileInfo{}, err
+		}
+		s.Size = nil
+	}
 	q := &wire.Request{Op: wire.OpSetAttr, Ino: ino}
 	if s.Mode != nil {
 		q.Flags |= wire.FlagMode
@@ -370,9 +378,25 @@ func (tx *Txn) SetAttr(ctx context.Context, ino uint64, s SetAttr) (FileInfo, er
 	return tx.attrCall(ctx, q)
 }
 
-// Truncate sets the size of file ino; blocks beyond it are freed at commit.
+// Truncate sets the size of file ino; blocks beyond it are freed at
+// commit. Bytes past a shorter size read as zeros if the file grows again
+// (a partial last block is rewritten, through the file's own writes).
 func (tx *Txn) Truncate(ctx context.Context, ino uint64, size int64) error {
-	_, err := tx.SetAttr(ctx, ino, SetAttr{Size: &size})
+	f, err := tx.OpenInode(ctx, ino)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// setSize changes only the size the namenode records (File.Truncate
+// handles the partial last block).
+func (tx *Txn) setSize(ctx context.Context, ino uint64, size int64) error {
+	_, err := tx.attrCall(ctx, &wire.Request{Op: wire.OpSetAttr, Ino: ino, Flags: wire.FlagSize, Size: size})
 	return err
 }
 

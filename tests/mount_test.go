@@ -171,10 +171,10 @@ func TestMountPrograms(t *testing.T) {
 	})
 	t.Run("make", func(t *testing.T) {
 		if _, err := exec.LookPath("gcc"); err != nil {
-			t.Skip("no gcc")
+			t.Fatal("no gcc: make test installs it")
 		}
 		if _, err := exec.LookPath("make"); err != nil {
-			t.Skip("no make")
+			t.Fatal("no make: make test installs it")
 		}
 		dir := m.Path("build")
 		mustOK(t, "mkdir", os.Mkdir(dir, 0o755))

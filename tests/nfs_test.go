@@ -351,7 +351,7 @@ func readByHandle(tg *nfsc.Target, fh []byte, n int) ([]byte, error) {
 // client nobody here wrote, copy a file in and out of the bridge.
 func TestNFSLibnfsTools(t *testing.T) {
 	if _, err := exec.LookPath("nfs-cp"); err != nil {
-		t.Skip("libnfs-utils not installed (apt-get install -y libnfs-utils)")
+		t.Fatal("libnfs-utils not installed: make test installs it (apt-get install -y libnfs-utils)")
 	}
 	c := clustertest.Start(t, clustertest.Options{})
 	b := startNFS(t, c)

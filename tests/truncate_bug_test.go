@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
@@ -15,12 +14,8 @@ import (
 // (SetAttr size, no File) and later extended must read zeros past the
 // old cut. Today the partial last block keeps its old bytes, which come
 // back on extension (File.Truncate rewrites that block zeroed; the bare
-// size change does not). Known bug of the client/namenode, reported with
-// issue 10; runs with PLASMA_KNOWN_BUGS=1 until fixed.
+// size change did not). Txn.Truncate now goes through the file.
 func TestBareTruncateThenExtendReadsZeros(t *testing.T) {
-	if os.Getenv("PLASMA_KNOWN_BUGS") == "" {
-		t.Skip("known bug: Txn.Truncate keeps the old bytes of a partial last block (set PLASMA_KNOWN_BUGS=1)")
-	}
 	c := clustertest.Start(t, clustertest.Options{})
 	cl := c.Client(client.Config{})
 	defer cl.Close()
