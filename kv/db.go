@@ -34,6 +34,10 @@ type Options struct {
 	// TailCommits is how many small commits go to fresh blocks before one
 	// compacts them (default 16); see the package documentation.
 	TailCommits int
+	// LocalBlockSize is the unit in which OpenLocal reads and caches a
+	// local file (default 64 KiB). PlasmaFS files are read in their
+	// blocks, which the client checks whole.
+	LocalBlockSize int
 }
 
 // DB is an open database: a current snapshot, replaced by Refresh, and
@@ -147,6 +151,9 @@ func OpenLocal(file string, opt Options) (*DB, error) {
 	db := newDB(nil, file, opt)
 	db.local = localIDs.Add(1) << 48 // far from inode numbers
 	db.bs = 64 << 10
+	if opt.LocalBlockSize > 0 {
+		db.bs = int64(opt.LocalBlockSize)
+	}
 	s, err := db.openSnapshot(context.Background())
 	if err != nil {
 		return nil, err

@@ -66,12 +66,13 @@ type Stats struct {
 	Garbage      int64 // FileSize - LiveBytes: what vacuum would reclaim
 	MaxKeyLength int
 	Compactions  uint64 // in-place rewrites of the tail since the file was written
+	Blocksize    int    // the file's blocksize (a local file's read unit)
 }
 
 // Stats returns figures about the snapshot's file.
 func (s *Snapshot) Stats() Stats {
 	return Stats{Version: s.tr.seq, Keys: int64(s.tr.count), FileSize: s.size, LiveBytes: s.tr.live,
-		Garbage: s.size - s.tr.live, MaxKeyLength: int(s.tr.maxKey), Compactions: s.tr.gen}
+		Garbage: s.size - s.tr.live, MaxKeyLength: int(s.tr.maxKey), Compactions: s.tr.gen, Blocksize: int(s.bs)}
 }
 
 // The part of the file below tr.sealed is never rewritten, so its blocks

@@ -45,6 +45,7 @@ type Writer struct {
 	live       int64           // live bytes of the new version
 	written    map[int64]*node // nodes written by this commit (branches with their children)
 	stats      CommitStats
+	buf        []byte // copy buffer
 	done       bool
 	err        error
 }
@@ -214,7 +215,10 @@ func (w *Writer) PutReader(key []byte, r io.Reader) error {
 			return err
 		}
 	}
-	buf := make([]byte, min(w.bs, 1<<20))
+	if w.buf == nil {
+		w.buf = make([]byte, min(w.bs, 1<<20))
+	}
+	buf := w.buf
 	for {
 		m, err := r.Read(buf)
 		if m > 0 {
