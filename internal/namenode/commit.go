@@ -15,9 +15,12 @@ type commitReq struct {
 	// its window (SyncInterval, SyncCommits) or at the next durable
 	// commit or barrier, whichever comes first.
 	async bool
-	// reply answers the client; the committer calls it itself so an
-	// acknowledgement costs no further goroutine hand-off.
-	reply func(error)
+	// reply answers the client from whichever goroutine commits (through
+	// the connection's writer); direct answers it on owner's own
+	// goroutine, when that goroutine wrote the batch.
+	reply  func(error)
+	owner  *conn
+	direct func()
 }
 
 // prepareCommit turns tx's private state into a store change. Called with
@@ -134,35 +137,62 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.endTxn(tx, true)
 }
 
-// committer applies queued commits in batches: one store transaction for
-// everything that queued up while the previous batch was being written,
-// then one sync if any commit of the batch (or a barrier) must be durable
-// before it is answered. Async commits are answered between the two. The
-// committer also makes async commits durable on a timer and after
-// SyncCommits of them.
+// Committing: one goroutine at a time (holding commitMu) writes batches.
+// A connection goroutine submitting a commit becomes that committer when
+// no batch is being written: it writes the batch (its own commit and any
+// that queued up) and answers its own client itself, so an uncontended
+// commit costs no goroutine hand-off. Otherwise the running committer
+// picks the request up; the background committer goroutine runs what is
+// left, the timer syncs and namenode-internal changes.
+
+// submit queues r and, if no batch is being written, writes batches on
+// this goroutine (self is the connection it serves, or nil).
+func (n *Namenode) submit(r *commitReq, self *conn) {
+	n.commitQ <- r
+	if n.commitMu.TryLock() {
+		n.runBatches(self)
+		n.commitMu.Unlock()
+	}
+	// Queued while we (or another) held the lock and nobody took it since.
+	if len(n.commitQ) > 0 {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// committer is the background committer: the sync timer, leftovers and
+// namenode-internal changes.
 func (n *Namenode) committer() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.SyncInterval)
 	defer t.Stop()
-	unsynced := 0
 	for {
-		var batch []*commitReq
+		tick := false
 		select {
 		case <-n.stop:
 			return
-		case r := <-n.commitQ:
-			batch = append(batch, r)
 		case <-n.kick:
 		case <-t.C:
-			if unsynced > 0 {
-				if !n.syncStore() {
-					<-n.stop
-					return
-				}
-				unsynced = 0
-			}
-			continue
+			tick = true
 		}
+		n.commitMu.Lock()
+		if tick && n.unsynced > 0 && !n.failed.Load() {
+			if n.syncStore() {
+				n.unsynced = 0
+			}
+		}
+		n.runBatches(nil)
+		n.commitMu.Unlock()
+	}
+}
+
+// runBatches writes batches until the queue is empty. Called with commitMu
+// held.
+func (n *Namenode) runBatches(self *conn) {
+	for !n.failed.Load() {
+		var batch []*commitReq
 		n.mu.Lock()
 		for _, c := range n.deferred {
 			// Namenode-internal changes wait for nobody; the commits that
@@ -181,64 +211,82 @@ func (n *Namenode) committer() {
 			}
 		}
 		if len(batch) == 0 {
-			continue
+			return
 		}
-		changes := make([]*meta.Change, 0, len(batch))
-		durable := false
-		for _, r := range batch {
-			if r.change != nil {
-				changes = append(changes, r.change)
-			}
-			if !r.async {
-				durable = true
-			}
+		n.writeBatch(batch, self)
+	}
+}
+
+// answer answers r: directly when this goroutine serves its connection,
+// otherwise through the connection's writer.
+func (r *commitReq) answer(self *conn) {
+	if r.direct != nil && r.owner != nil && r.owner == self {
+		r.direct()
+		return
+	}
+	if r.reply != nil {
+		r.reply(nil)
+	}
+}
+
+// writeBatch writes one batch: one store transaction (or one log record)
+// for all of it, then one sync if any commit of the batch (or a barrier)
+// must be durable before it is answered. Async commits are answered
+// between the two. Called with commitMu held.
+func (n *Namenode) writeBatch(batch []*commitReq, self *conn) {
+	changes := make([]*meta.Change, 0, len(batch))
+	durable := false
+	for _, r := range batch {
+		if r.change != nil {
+			changes = append(changes, r.change)
 		}
-		if len(changes) > 0 {
-			var err error
-			if n.clog != nil {
-				err = n.logBatch(changes)
-			} else {
-				err = n.cfg.Store.Apply(changes)
-			}
-			if err != nil {
-				// The store's state is unknown now: acknowledge nothing, stop.
-				n.fatal(fmt.Errorf("write a batch of %d changes: %w", len(changes), err))
-				<-n.stop
-				return
-			}
-			n.batches.Add(1)
-			n.mu.Lock()
-			n.appliedSeq++
-			for _, r := range batch {
-				if r.tx == nil {
-					continue
-				}
-				n.applyCommit(r.tx, r.change)
-				n.commits.Add(1)
-			}
-			n.mu.Unlock()
-			unsynced += len(changes)
+		if !r.async {
+			durable = true
 		}
-		for _, r := range batch {
-			if r.async && r.reply != nil {
-				r.reply(nil)
-			}
-		}
-		if durable || unsynced >= n.cfg.SyncCommits {
-			if !n.syncStore() {
-				<-n.stop
-				return
-			}
-			unsynced = 0
+	}
+	if len(changes) > 0 {
+		var err error
+		if n.clog != nil {
+			err = n.logBatch(changes)
 		} else {
-			n.mu.Lock()
-			n.releaseFrees() // frees of transactions that ended meanwhile
-			n.mu.Unlock()
+			err = n.cfg.Store.Apply(changes)
 		}
+		if err != nil {
+			// The store's state is unknown now: acknowledge nothing, stop.
+			n.fatal(fmt.Errorf("write a batch of %d changes: %w", len(changes), err))
+			return
+		}
+		n.batches.Add(1)
+		n.mu.Lock()
+		n.appliedSeq++
 		for _, r := range batch {
-			if !r.async && r.reply != nil {
-				r.reply(nil)
+			if r.tx == nil {
+				continue
 			}
+			n.applyCommit(r.tx, r.change)
+			n.commits.Add(1)
+		}
+		n.mu.Unlock()
+		n.unsynced += len(changes)
+	}
+	for _, r := range batch {
+		if r.async {
+			r.answer(self)
+		}
+	}
+	if durable || n.unsynced >= n.cfg.SyncCommits {
+		if !n.syncStore() {
+			return
+		}
+		n.unsynced = 0
+	} else {
+		n.mu.Lock()
+		n.releaseFrees() // frees of transactions that ended meanwhile
+		n.mu.Unlock()
+	}
+	for _, r := range batch {
+		if !r.async {
+			r.answer(self)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/plasmafs/plasma/internal/commitlog"
 	"github.com/plasmafs/plasma/internal/meta"
@@ -19,6 +20,13 @@ import (
 // (meta.Change.LogSeq). Start-up replays what the store lacks. Once the
 // log holds more than LogSize, the committer waits for the checkpointer,
 // makes the store durable and starts the log over.
+
+// The checkpointer waits ckptGather for more batches unless
+// ckptBatchMin are queued.
+const (
+	ckptGather   = 20 * time.Millisecond
+	ckptBatchMin = 256
+)
 
 type ckptBatch struct {
 	seq     uint64
@@ -97,6 +105,13 @@ func (n *Namenode) checkpointer() {
 		n.ckptMu.Lock()
 		for len(n.ckptQ) == 0 && !n.ckptStop {
 			n.ckptCond.Wait()
+		}
+		if len(n.ckptQ) < ckptBatchMin && !n.ckptStop {
+			// Let batches gather: one larger store transaction costs far
+			// less CPU than many small ones, and nobody waits for it.
+			n.ckptMu.Unlock()
+			time.Sleep(ckptGather)
+			n.ckptMu.Lock()
 		}
 		q := n.ckptQ
 		n.ckptQ = nil

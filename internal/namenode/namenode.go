@@ -133,6 +133,9 @@ type Namenode struct {
 	// Store batches applied and known durable (guarded by mu; written
 	// only by the committer).
 	appliedSeq, durableSeq uint64
+	commitMu               sync.Mutex  // held by the goroutine writing batches
+	unsynced               int         // commits written since the last sync (commitMu)
+	failed                 atomic.Bool // the store failed: nothing more is written
 
 	// The commit log and its checkpointer (nil without a log).
 	clog     *commitlog.Log
@@ -344,6 +347,7 @@ func (n *Namenode) newIno() (uint64, error) {
 // acknowledged, every connection is closed (clients see the outcome of
 // their pending commits as unknown), and a restart reloads what is durable.
 func (n *Namenode) fatal(err error) {
+	n.failed.Store(true)
 	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
 	n.lnMu.Lock()
 	for _, ln := range n.lns {

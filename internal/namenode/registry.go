@@ -65,7 +65,7 @@ func (n *Namenode) registerAsync(c *conn, id uint64, q *wire.Request) {
 	req, resp := n.prepareRegister(c, id, q)
 	n.mu.Unlock()
 	if req != nil {
-		n.commitQ <- req
+		n.submit(req, nil)
 		return
 	}
 	c.send(id, resp)

@@ -350,18 +350,15 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 		return
 	}
 	tx.committing = true
-	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, reply: func(err error) {
-		if err != nil {
-			c.sendAsync(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: "commit failed: " + err.Error()})
-			return
-		}
-		c.sendAsync(id, resp)
-	}}
+	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c,
+		reply:  func(error) { c.sendAsync(id, resp) },
+		direct: func() { c.send(id, resp) }}
 	n.mu.Unlock()
-	n.commitQ <- req
+	n.submit(req, c)
 }
 
 // syncBarrier answers once everything applied before it is durable.
 func (n *Namenode) syncBarrier(c *conn, id uint64) {
-	n.commitQ <- &commitReq{reply: func(error) { c.sendAsync(id, &wire.Response{}) }}
+	n.submit(&commitReq{owner: c, reply: func(error) { c.sendAsync(id, &wire.Response{}) },
+		direct: func() { c.send(id, &wire.Response{}) }}, c)
 }
