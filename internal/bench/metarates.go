@@ -25,19 +25,23 @@ type target interface {
 	Close() error
 }
 
-// nativeTarget runs each operation as its own committed transaction.
+// nativeTarget runs each operation as its own committed transaction: one
+// compound request (the change and its commit), durable or async.
 type nativeTarget struct {
 	ctx  context.Context
 	c    *client.Client
 	root string
+	d    client.Durability
+	mu   sync.Mutex
+	inos map[string]uint64 // files this target created (utime by inode)
 }
 
-func newNative(ctx context.Context, cfg client.Config, root string) (target, error) {
+func newNative(ctx context.Context, cfg client.Config, root string, d client.Durability) (target, error) {
 	c, err := client.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &nativeTarget{ctx, c, root}, nil
+	return &nativeTarget{ctx: ctx, c: c, root: root, d: d, inos: map[string]uint64{}}, nil
 }
 
 func (t *nativeTarget) Name() string { return "plasma native API" }
@@ -48,36 +52,40 @@ func (t *nativeTarget) do(fn func(ctx context.Context, tx *client.Txn) error) er
 	return t.c.Txn(t.ctx, fn)
 }
 func (t *nativeTarget) Mkdir(p string) error {
-	return t.do(func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, t.p(p), 0); return err })
+	_, err := t.c.Auto(t.d).Mkdir(t.ctx, t.p(p), 0)
+	return err
 }
 func (t *nativeTarget) Create(p string) error {
-	return t.do(func(ctx context.Context, tx *client.Txn) error {
-		_, err := tx.Create(ctx, t.p(p), client.CreateOptions{})
-		return err
-	})
+	fi, err := t.c.Auto(t.d).Create(t.ctx, t.p(p), client.CreateOptions{})
+	if err == nil {
+		t.mu.Lock()
+		t.inos[p] = fi.Ino
+		t.mu.Unlock()
+	}
+	return err
 }
 func (t *nativeTarget) Stat(p string) error {
 	_, err := t.c.Lookup(t.ctx, t.p(p))
 	return err
 }
 func (t *nativeTarget) Utime(p string) error {
-	return t.do(func(ctx context.Context, tx *client.Txn) error {
-		fi, err := tx.Lookup(ctx, t.p(p))
+	t.mu.Lock()
+	ino := t.inos[p]
+	t.mu.Unlock()
+	if ino == 0 { // not created here: find it first
+		fi, err := t.c.Lookup(t.ctx, t.p(p))
 		if err != nil {
 			return err
 		}
-		now := time.Now()
-		_, err = tx.SetAttr(ctx, fi.Ino, client.SetAttr{Mtime: &now})
-		return err
-	})
+		ino = fi.Ino
+	}
+	now := time.Now()
+	_, err := t.c.Auto(t.d).SetAttr(t.ctx, ino, client.SetAttr{Mtime: &now})
+	return err
 }
-func (t *nativeTarget) Unlink(p string) error {
-	return t.do(func(ctx context.Context, tx *client.Txn) error { return tx.Unlink(ctx, t.p(p)) })
-}
-func (t *nativeTarget) Rmdir(p string) error {
-	return t.do(func(ctx context.Context, tx *client.Txn) error { return tx.Rmdir(ctx, t.p(p)) })
-}
-func (t *nativeTarget) Close() error { return t.c.Close() }
+func (t *nativeTarget) Unlink(p string) error { return t.c.Auto(t.d).Unlink(t.ctx, t.p(p)) }
+func (t *nativeTarget) Rmdir(p string) error  { return t.c.Auto(t.d).Rmdir(t.ctx, t.p(p)) }
+func (t *nativeTarget) Close() error          { return t.c.Close() }
 
 // localTarget works on a directory of the local filesystem.
 type localTarget struct{ root string }
@@ -101,12 +109,20 @@ func (t localTarget) Utime(p string) error {
 	return os.Chtimes(t.p(p), now, now)
 }
 
+func durability(async bool) client.Durability {
+	if async {
+		return client.Async
+	}
+	return client.Durable
+}
+
 // MetaratesOptions configure metarates (seed 004).
 type MetaratesOptions struct {
 	NP        []int  // process counts
 	N         int    // files per process
 	SharedDir bool   // all processes in one directory
 	Target    string // "native" or a local directory path
+	Async     bool   // native: async commits (default durable)
 	Root      string // PlasmaFS directory for the native target
 }
 
@@ -129,7 +145,7 @@ func Metarates(ctx context.Context, cfg client.Config, o MetaratesOptions) (*Rep
 	rep := &Report{Bench: "metarates", Started: time.Now(), Params: fmt.Sprintf("np=%v n=%d shared=%v target=%s", o.NP, o.N, o.SharedDir, o.Target)}
 	mk := func() (target, error) {
 		if o.Target == "native" {
-			return newNative(ctx, cfg, o.Root)
+			return newNative(ctx, cfg, o.Root, durability(o.Async))
 		}
 		return localTarget{o.Target}, nil
 	}
@@ -222,6 +238,7 @@ type FdtreeOptions struct {
 	Levels, Dirs, Files int
 	Target              string
 	Root                string
+	Async               bool // native: async commits (default durable)
 }
 
 // Fdtree creates a directory tree (Dirs subdirectories per level, Levels
@@ -232,7 +249,7 @@ func Fdtree(ctx context.Context, cfg client.Config, o FdtreeOptions) (*Report, e
 	var t target
 	var err error
 	if o.Target == "native" {
-		if t, err = newNative(ctx, cfg, o.Root); err != nil {
+		if t, err = newNative(ctx, cfg, o.Root, durability(o.Async)); err != nil {
 			return nil, err
 		}
 		if err := t.(*nativeTarget).do(func(ctx context.Context, tx *client.Txn) error { _, err := tx.MkdirAll(ctx, o.Root, 0); return err }); err != nil {

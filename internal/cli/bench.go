@@ -71,7 +71,7 @@ func cmdBench(ctx context.Context, args []string) error {
 	n := f.Int("n", 10000, "operations (per client)")
 	clientsFlag := f.String("P", "1", "clients, comma-separated list (lookup, create), or count (parallel-cat)")
 	ino := f.Uint64("ino", 0, "lookup: inode number (default: the root)")
-	mode := f.String("mode", "durable", "create: durable or async commits; relaxed labels a namenode started with -relaxed")
+	mode := f.String("mode", "durable", "create, metarates, fdtree: durable or async commits (relaxed labels a namenode started with -relaxed)")
 	cold := f.Bool("cold", false, "random: also measure with dropped caches (root)")
 	npFlag := f.String("np", "1,2,4", "metarates: process counts")
 	shared := f.Bool("shared-dir", false, "metarates: all processes in one directory")
@@ -159,11 +159,11 @@ func cmdBench(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if rep, err = bench.Metarates(ctx, cfg, bench.MetaratesOptions{NP: np, N: *n, SharedDir: *shared, Target: *tgt, Root: "/plasma-bench-meta"}); err != nil {
+		if rep, err = bench.Metarates(ctx, cfg, bench.MetaratesOptions{NP: np, N: *n, SharedDir: *shared, Target: *tgt, Root: "/plasma-bench-meta", Async: *mode == "async"}); err != nil {
 			return err
 		}
 	case "fdtree":
-		if rep, err = bench.Fdtree(ctx, cfg, bench.FdtreeOptions{Levels: *levels, Dirs: *dirs, Files: *files, Target: *tgt, Root: "/plasma-bench-fdtree"}); err != nil {
+		if rep, err = bench.Fdtree(ctx, cfg, bench.FdtreeOptions{Levels: *levels, Dirs: *dirs, Files: *files, Target: *tgt, Root: "/plasma-bench-fdtree", Async: *mode == "async"}); err != nil {
 			return err
 		}
 	default:
