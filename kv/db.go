@@ -208,7 +208,12 @@ func (db *DB) openSnapshot(ctx context.Context) (*Snapshot, error) {
 		acancel()
 		cancel()
 	}
+	// The caller's ctx still bounds the opening itself.
+	stop := context.AfterFunc(ctx, cancel)
 	f, err := tx.Open(fctx, p)
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		end()
 		if errors.Is(err, client.ErrNotFound) {

@@ -586,7 +586,7 @@ func TestKeyLimits(t *testing.T) {
 // keeps reading.
 func TestVacuum(t *testing.T) {
 	ctx := context.Background()
-	_, db := newDB(t, kv.CreateOptions{Rep: 2}, kv.Options{})
+	c, db := newDB(t, kv.CreateOptions{Rep: 2}, kv.Options{})
 	m := model{}
 	r := rand.New(rand.NewPCG(5, 6))
 	for round := 0; round < 5; round++ {
@@ -612,7 +612,47 @@ func TestVacuum(t *testing.T) {
 	}
 	old := db.Snapshot()
 	defer old.Release()
+	// Readers refresh and read all along; none waits, none sees anything
+	// but the one content (in the old file or the new).
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	var reads [2]atomic.Int64
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdb, err := kv.Open(ctx, c, "/db", kv.Options{CacheBytes: 1 << 20})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer rdb.Close()
+			for !stop.Load() || reads[r].Load() < 3 {
+				if err := rdb.Refresh(ctx); err != nil {
+					errs <- err
+					return
+				}
+				s := rdb.Snapshot()
+				for k, v := range m {
+					if got, err := s.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+						errs <- fmt.Errorf("reader during vacuum, version %d, key %s: %v", s.Version(), k, err)
+						s.Release()
+						return
+					}
+				}
+				s.Release()
+				reads[r].Add(1)
+			}
+		}()
+	}
 	st, err := db.Vacuum(ctx, kv.VacuumOptions{})
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
