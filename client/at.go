@@ -153,7 +153,7 @@ func (tx *Txn) ReadDirPage(ctx context.Context, dir uint64, after string, max in
 	}
 	out := make([]DirEntry, len(r.Entries))
 	for i, e := range r.Entries {
-		out[i] = DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}
+		out[i] = DirEntry{Name: e.Name, Ino: e.Ino, Type: FileType(e.Type)}
 		if e.Attr != nil {
 			out[i].Info = infoOf(e.Attr)
 		}

@@ -347,7 +347,19 @@ func (c *Client) FsStat(ctx context.Context) (FsStat, error) {
 }
 
 // Datanode describes a datanode volume.
-type Datanode = wire.NodeInfo
+type Datanode struct {
+	ID        uint32
+	Identity  string // the volume's identity
+	Cluster   string
+	Namespace string // the namespace the volume belongs to
+	Addr      string // data protocol address
+	Host      string
+	Blocksize int
+	Blocks    uint64 // capacity
+	Used      uint64
+	Alive     bool // heartbeats arrive
+	Enabled   bool
+}
 
 // Datanodes lists the datanodes the namenode knows.
 func (c *Client) Datanodes(ctx context.Context) ([]Datanode, error) {
@@ -355,5 +367,10 @@ func (c *Client) Datanodes(ctx context.Context) ([]Datanode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.Nodes, nil
+	out := make([]Datanode, len(r.Nodes))
+	for i, n := range r.Nodes {
+		out[i] = Datanode{ID: n.ID, Identity: n.Identity, Cluster: n.Cluster, Namespace: n.Namespace, Addr: n.Addr, Host: n.Host,
+			Blocksize: int(n.Blocksize), Blocks: n.Blocks, Used: n.Used, Alive: n.Alive, Enabled: n.Enabled}
+	}
+	return out, nil
 }

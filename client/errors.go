@@ -48,10 +48,14 @@ var codeErrors = map[wire.Code]error{
 	wire.ErrCodeInternal:    ErrInternal,
 }
 
+// ErrorCode is the namenode's code for an error; compare errors with
+// errors.Is and the sentinels rather than with codes.
+type ErrorCode uint8
+
 // Error is an error reported by the namenode. Its message names the path or
 // inode concerned.
 type Error struct {
-	Code wire.Code
+	Code ErrorCode
 	Msg  string
 }
 
@@ -59,7 +63,7 @@ func (e *Error) Error() string { return e.Msg }
 
 // Is matches the sentinel for the error's code and the io/fs equivalents.
 func (e *Error) Is(target error) bool {
-	s := codeErrors[e.Code]
+	s := codeErrors[wire.Code(e.Code)]
 	if s == target {
 		return true
 	}
@@ -82,5 +86,5 @@ func respErr(r *wire.Response) error {
 	if msg == "" {
 		msg = codeErrors[r.Code].Error()
 	}
-	return &Error{Code: r.Code, Msg: msg}
+	return &Error{Code: ErrorCode(r.Code), Msg: msg}
 }

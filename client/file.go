@@ -101,10 +101,10 @@ func (tx *Txn) CreateFile(ctx context.Context, path string, opt CreateOptions) (
 func (tx *Txn) openInfo(ctx context.Context, path string, fi FileInfo) (*File, error) {
 	switch fi.Type {
 	case TypeDir:
-		return nil, &Error{Code: wire.ErrCodeIsDir, Msg: path + ": is a directory"}
+		return nil, &Error{Code: ErrorCode(wire.ErrCodeIsDir), Msg: path + ": is a directory"}
 	case TypeFile:
 	default:
-		return nil, &Error{Code: wire.ErrCodeInvalid, Msg: path + ": not a regular file"}
+		return nil, &Error{Code: ErrorCode(wire.ErrCodeInvalid), Msg: path + ": not a regular file"}
 	}
 	f := &File{tx: tx, ctx: ctx, path: path, ino: fi.Ino, bs: fi.Blocksize, size: fi.Size, dirty: map[uint64][]byte{}, FlushBlocks: 64}
 	tx.mu.Lock()

@@ -14,13 +14,20 @@ import (
 )
 
 // FileType tells files, directories and symbolic links apart.
-type FileType = wire.FileType
+type FileType uint8
 
 // File types.
 const (
-	TypeFile    = wire.TypeFile
-	TypeDir     = wire.TypeDir
-	TypeSymlink = wire.TypeSymlink
+	TypeFile FileType = 1 + iota
+	TypeDir
+	TypeSymlink
+)
+
+// The client's file types are the protocol's (checked at compile time).
+var (
+	_ [0]struct{} = [FileType(wire.TypeFile) - TypeFile]struct{}{}
+	_ [0]struct{} = [FileType(wire.TypeDir) - TypeDir]struct{}{}
+	_ [0]struct{} = [FileType(wire.TypeSymlink) - TypeSymlink]struct{}{}
 )
 
 // UnixMode turns Unix mode bits (07777) into an fs.FileMode: the
@@ -54,6 +61,8 @@ func UnixBits(m fs.FileMode) uint32 {
 	return b
 }
 
+func (t FileType) String() string { return wire.FileType(t).String() }
+
 // FileInfo holds an inode's attributes.
 type FileInfo struct {
 	Ino       uint64
@@ -78,7 +87,7 @@ func infoOf(a *wire.Attr) FileInfo {
 	if a == nil {
 		return FileInfo{}
 	}
-	return FileInfo{Ino: a.Ino, Type: a.Type, Mode: UnixMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
+	return FileInfo{Ino: a.Ino, Type: FileType(a.Type), Mode: UnixMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
 		Nlink: a.Nlink, Mtime: time.Unix(0, a.Mtime), Ctime: time.Unix(0, a.Ctime), Rep: int(a.Rep),
 		Blocksize: int(a.Blocksize), Seq: a.Seq, Target: a.Target}
 }
@@ -314,7 +323,7 @@ func (tx *Txn) readDir(ctx context.Context, path string, flags uint32) ([]DirEnt
 			return nil, err
 		}
 		for _, e := range r.Entries {
-			d := DirEntry{Name: e.Name, Ino: e.Ino, Type: e.Type}
+			d := DirEntry{Name: e.Name, Ino: e.Ino, Type: FileType(e.Type)}
 			if e.Attr != nil {
 				d.Info = infoOf(e.Attr)
 			}

@@ -431,7 +431,7 @@ func dropReplicas(ctx context.Context, t *testing.T, nn *rpc.Conn, cl *client.Cl
 				return nil, err
 			}
 			if resp.Code != wire.OK {
-				return resp, &client.Error{Code: resp.Code, Msg: resp.Msg}
+				return resp, &client.Error{Code: client.ErrorCode(resp.Code), Msg: resp.Msg}
 			}
 			return resp, nil
 		}
