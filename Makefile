@@ -32,7 +32,7 @@ check:
 # Unit tests and in-process cluster tests under the race detector.
 race:
 	@echo "== race"
-	$(GO) test -race -count=1 ./internal/... ./client/...
+	$(GO) test -race -count=1 ./internal/... ./client/... ./kv/...
 
 integration:
 	@echo "== integration (real processes)"
@@ -48,6 +48,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/wire || exit 1; done
 	@for f in FuzzOpenTicket FuzzParseCredential FuzzMACRead; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/auth || exit 1; done
+	@for f in FuzzDecodeNode FuzzDecodeTrailer; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./kv || exit 1; done
 
 bench: build
 	./bench/run

@@ -138,7 +138,7 @@ func TestPutGetDelete(t *testing.T) {
 // is compacted often; a vacuum now and then.
 func TestRandomBatchesAgainstModel(t *testing.T) {
 	ctx := context.Background()
-	c, db := newDB(t, kv.CreateOptions{MaxKeyLength: 40}, kv.Options{TailCommits: 3, CacheBytes: 1 << 20})
+	c, db := newDB(t, kv.CreateOptions{MaxKeyLength: 40}, kv.Options{TailCommits: 3, CacheBytes: 8 << 20})
 	r := rand.New(rand.NewPCG(1, 2))
 	m := model{}
 	var keys []string
