@@ -99,6 +99,7 @@ sections = [
     ("fdtree-wide-local", "fdtree, shallow and wide, local filesystem"),
     ("fdtree-deep-native", "fdtree, deep, native API"),
     ("fdtree-deep-local", "fdtree, deep, local filesystem"),
+    ("kv", "Plasma KV: HTTP lookups of ≈30 KB values (seed 002, scaled down), Go API lookups and inserts, 64 KiB blocks"),
 ]
 for name, title in sections:
     rep = load(name)

@@ -43,19 +43,19 @@ func (db *DB) Vacuum(ctx context.Context, opt VacuumOptions) (VacuumStats, error
 	}
 	defer snap.Release()
 	defer tx.Abort(ctx) // a no-op after Commit
+	fi, err := tx.Stat(ctx, snap.file)
+	if err != nil {
+		return st, err
+	}
 	rep := opt.Rep
 	if rep == 0 {
-		fi, err := tx.Stat(ctx, snap.file)
-		if err != nil {
-			return st, err
-		}
 		rep = fi.Rep
 	}
 	newPath := path.Join(db.path, vacuumName)
 	if err := tx.Unlink(ctx, newPath); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return st, err
 	}
-	f, err := tx.CreateFile(ctx, newPath, client.CreateOptions{Rep: rep})
+	f, err := tx.CreateFile(ctx, newPath, client.CreateOptions{Rep: rep, Mode: fi.Mode})
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", newPath, err)
 	}
