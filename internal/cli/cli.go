@@ -72,7 +72,7 @@ func Main(args []string) int {
 	if name == "datanode" && len(args) > 1 && args[1] == "init" {
 		name, args = "datanode init", args[1:]
 	}
-	if (name == "cluster" || name == "kv") && len(args) > 1 {
+	if (name == "cluster" || name == "kv" || name == "mr") && len(args) > 1 {
 		name, args = name+" "+args[1], args[1:]
 	}
 	for _, c := range commands {
