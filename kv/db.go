@@ -197,6 +197,22 @@ func (db *DB) openSnapshot(ctx context.Context) (*Snapshot, error) {
 	if db.c == nil {
 		return db.openLocalSnapshot()
 	}
+	s, err := db.openSnapshotOnce(ctx)
+	if err != nil && lostConnection(ctx, err) {
+		s, err = db.openSnapshotOnce(ctx) // the client has replaced its connection
+	}
+	return s, err
+}
+
+// lostConnection says err is a lost namenode connection, not an answer:
+// the first request of a new transaction may be tried again, as the
+// client replaces a broken connection for later transactions.
+func lostConnection(ctx context.Context, err error) bool {
+	var ne *client.Error
+	return ctx.Err() == nil && !errors.As(err, &ne) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, context.Canceled)
+}
+
+func (db *DB) openSnapshotOnce(ctx context.Context) (*Snapshot, error) {
 	p := path.Join(db.path, dataName)
 	tx, _ := db.c.Begin(ctx)
 	// The file reads with a context of the snapshot's lifetime, not the

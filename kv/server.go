@@ -53,6 +53,8 @@ type Server struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
+
+	recoverMu sync.Mutex
 }
 
 type writeReq struct {
@@ -144,27 +146,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, key []byte) {
-	snap, err := s.db.snap()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	defer snap.Release()
-	h := w.Header()
-	h.Set("X-KV-Version", strconv.FormatUint(snap.Version(), 10))
-	v, ok, err := snap.lookup(key)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		snap, err := s.db.snap()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		err = s.serve(w, r, snap, key)
+		snap.Release()
+		if err == nil {
+			return
+		}
+		// Nothing was sent yet. A snapshot whose transaction was lost
+		// (the namenode restarted, the connection broke) cannot read any
+		// more: refresh once and try again; bad data is no reason to.
+		if attempt == 0 && !errors.Is(err, ErrCorrupt) && s.recover(r.Context(), snap) == nil {
+			continue
+		}
+		w.Header().Del("Content-Length")
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+}
+
+// recover refreshes the database if failed is still its current
+// snapshot (once, however many requests failed on it).
+func (s *Server) recover(ctx context.Context, failed *Snapshot) error {
+	s.recoverMu.Lock()
+	defer s.recoverMu.Unlock()
+	cur, err := s.db.snap()
+	if err != nil {
+		return err
+	}
+	same := cur == failed
+	cur.Release()
+	if !same {
+		return nil
+	}
+	return s.db.Refresh(ctx)
+}
+
+// serve answers a GET or HEAD from snap. It returns an error only when
+// nothing has been sent yet.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, snap *Snapshot, key []byte) error {
+	v, ok, err := snap.lookup(key)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("X-KV-Version", strconv.FormatUint(snap.Version(), 10))
 	if !ok {
 		http.Error(w, "not found", http.StatusNotFound)
-		return
+		return nil
 	}
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.FormatInt(v.size(), 10))
 	if r.Method == http.MethodHead {
-		return
+		return nil
 	}
 	switch {
 	case !v.ext:
@@ -172,23 +210,19 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, key []byte) {
 	case v.n <= snap.cachedValueMax():
 		// From the cached blocks, checked before the first byte is sent.
 		parts, err := snap.slices(v.off, v.n)
-		if err == nil {
-			crc := uint32(0)
-			for _, p := range parts {
-				crc = crc32.Update(crc, castagnoli, p)
-			}
-			if crc != v.crc {
-				err = corruptf("value at %d: checksum mismatch", v.off)
-			}
-		}
 		if err != nil {
-			h.Del("Content-Length")
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+			return err
+		}
+		crc := uint32(0)
+		for _, p := range parts {
+			crc = crc32.Update(crc, castagnoli, p)
+		}
+		if crc != v.crc {
+			return corruptf("value at %d: checksum mismatch", v.off)
 		}
 		for _, p := range parts {
 			if _, err := w.Write(p); err != nil {
-				return
+				return nil // the client went away
 			}
 		}
 	default:
@@ -201,6 +235,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, key []byte) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+	return nil
 }
 
 // slices returns the bytes off..off+n as slices of cached blocks.

@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/plasmafs/plasma/kv"
@@ -55,6 +57,14 @@ func TestServeReads(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	hc := ts.Client()
+	// Keep-alive: after the first request, every one reuses the connection.
+	var fresh atomic.Int64
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if !i.Reused {
+			fresh.Add(1)
+		}
+	}}
+	hc.Transport = traceTransport{hc.Transport, trace}
 	for k, v := range vals {
 		code, h, body := httpDo(t, hc, "GET", ts.URL+kv.URLPath([]byte(k)), nil)
 		if code != 200 || !bytes.Equal(body, v) || h.Get("X-KV-Version") != "2" {
@@ -64,6 +74,9 @@ func TestServeReads(t *testing.T) {
 		if code != 200 || len(body) != 0 || h.Get("Content-Length") != strconv.Itoa(len(v)) {
 			t.Fatalf("HEAD %q: %d, length %s", k, code, h.Get("Content-Length"))
 		}
+	}
+	if n := fresh.Load(); n != 1 {
+		t.Fatalf("%d connections for sequential requests", n)
 	}
 	if code, _, _ := httpDo(t, hc, "GET", ts.URL+"/absent", nil); code != 404 {
 		t.Fatalf("absent key: %d", code)
@@ -187,4 +200,13 @@ func TestServeConcurrentAgainstModel(t *testing.T) {
 	defer s.Release()
 	verify(t, s, all)
 	t.Logf("%d commits for %d clients' writes", s.Version()-1, clients)
+}
+
+type traceTransport struct {
+	rt    http.RoundTripper
+	trace *httptrace.ClientTrace
+}
+
+func (t traceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.rt.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), t.trace)))
 }

@@ -25,7 +25,6 @@ import (
 // the blocks it wrote are never referenced.
 type Writer struct {
 	db   *DB
-	ctx  context.Context
 	tx   *client.Txn
 	snap *Snapshot // the version this batch builds on
 	f    *client.File
@@ -87,18 +86,30 @@ func (db *DB) Begin(ctx context.Context) (*Writer, error) {
 		tx.Abort(ctx)
 		return nil, err
 	}
-	return &Writer{db: db, ctx: ctx, tx: tx, snap: snap, f: f, bs: snap.bs, max: int(snap.tr.maxKey),
+	return &Writer{db: db, tx: tx, snap: snap, f: f, bs: snap.bs, max: int(snap.tr.maxKey),
 		changes: map[string]*change{}, live: snap.tr.live}, nil
 }
 
 // lock takes the writer lock in a new transaction and opens the newest
 // version (after the lock, so no other writer can commit in between).
 func (db *DB) lock(ctx context.Context) (*client.Txn, *Snapshot, error) {
-	tx, _ := db.c.Begin(ctx)
-	fi, err := tx.Lookup(ctx, path.Join(db.path, lockName))
-	if err != nil {
+	var tx *client.Txn
+	var fi client.FileInfo
+	var err error
+	for attempt := 0; ; attempt++ {
+		tx, _ = db.c.Begin(ctx)
+		fi, err = tx.Lookup(ctx, path.Join(db.path, lockName))
+		if err == nil {
+			break
+		}
 		tx.Abort(ctx)
-		return nil, nil, fmt.Errorf("%s: not a Plasma KV database: %w", db.path, err)
+		if attempt == 0 && lostConnection(ctx, err) {
+			continue // the client has replaced its connection
+		}
+		if errors.Is(err, client.ErrNotFound) {
+			return nil, nil, fmt.Errorf("%s: not a Plasma KV database: %w", db.path, err)
+		}
+		return nil, nil, fmt.Errorf("%s: %w", db.path, err)
 	}
 	now := time.Now()
 	if _, err := tx.SetAttr(ctx, fi.Ino, client.SetAttr{Mtime: &now}); err != nil {
