@@ -3,6 +3,7 @@ package mapred
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,10 @@ type TaskServer struct {
 	C     *client.Client
 	W     Worker
 	Slots int
+	// Token, if set, must come with every request as "Authorization:
+	// Bearer TOKEN": whoever may submit tasks runs commands as this
+	// process's user with its PlasmaFS credential.
+	Token string
 	sem   chan struct{}
 }
 
@@ -40,6 +45,10 @@ func NewTaskServer(c *client.Client, w Worker, slots int) *TaskServer {
 }
 
 func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if s.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.Token)) != 1 {
+		http.Error(rw, "missing or wrong task server token", http.StatusUnauthorized)
+		return
+	}
 	switch {
 	case r.URL.Path == "/info" && r.Method == http.MethodGet:
 		json.NewEncoder(rw).Encode(Info{Name: s.W.Name, Node: s.W.Node, Slots: s.Slots})
@@ -64,16 +73,18 @@ func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 // Remote is a Runner for a task server.
 type Remote struct {
-	Addr string
-	info Info
-	hc   *http.Client
+	Addr  string
+	token string
+	info  Info
+	hc    *http.Client
 }
 
-// Dial asks the task server at addr who it is.
-func Dial(ctx context.Context, addr string) (*Remote, error) {
+// Dial asks the task server at addr who it is; token is its token ("" if
+// it has none).
+func Dial(ctx context.Context, addr, token string) (*Remote, error) {
 	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64}
-	r := &Remote{Addr: addr, hc: &http.Client{Transport: tr}}
+	r := &Remote{Addr: addr, token: token, hc: &http.Client{Transport: tr}}
 	if err := r.getInfo(ctx); err != nil {
 		return nil, fmt.Errorf("task server %s: %w", addr, err)
 	}
@@ -87,15 +98,23 @@ func (r *Remote) getInfo(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	q, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr+"/info", nil)
+	r.auth(q)
 	resp, err := r.hc.Do(q)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %s", resp.Status)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("status %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	return json.NewDecoder(resp.Body).Decode(&r.info)
+}
+
+func (r *Remote) auth(q *http.Request) {
+	if r.token != "" {
+		q.Header.Set("Authorization", "Bearer "+r.token)
+	}
 }
 
 func (r *Remote) Worker() Worker { return Worker{Name: r.Addr, Node: r.info.Node} }
@@ -110,6 +129,7 @@ func (r *Remote) Run(ctx context.Context, t Task) (Result, error) {
 		return Result{}, err
 	}
 	q, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.Addr+"/task", bytes.NewReader(b))
+	r.auth(q)
 	resp, err := r.hc.Do(q)
 	if err != nil {
 		return Result{}, err

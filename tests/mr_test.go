@@ -393,9 +393,9 @@ func TestMRTaskAlwaysFails(t *testing.T) {
 
 // startTaskServer starts 'plasma mr taskserver' paired with datanode dn
 // and returns the process and its address.
-func startTaskServer(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc) (*exec.Cmd, string) {
+func startTaskServer(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc, tokenFile string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(c.Bin, "mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", dn.Addr, "-slots", "2")
+	cmd := exec.Command(c.Bin, "mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", dn.Addr, "-slots", "2", "-token-file", tokenFile)
 	cmd.Env = c.Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -423,15 +423,22 @@ func TestMRTaskServers(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	files := map[string][]byte{"a": mrText(8, 4000), "b": mrText(9, 4000)}
 	mrPut(t, c, "/in", files)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte("0123456789abcdef-task-server-token\n"), 0o600)
 	var addrs []string
 	procs := map[string]*exec.Cmd{}
 	for _, dn := range c.DNs {
-		p, a := startTaskServer(t, c, dn)
+		p, a := startTaskServer(t, c, dn, tokenFile)
 		addrs = append(addrs, a)
 		procs[a] = p
 	}
 	base := []string{"-input", "/in", "-work", "/work", "-log", "/log", "-reduce", mrCountReducer, "-partitions", "3", "-split-size", "128K",
 		"-taskserver", addrs[0], "-taskserver", addrs[1]}
+	// Without the token the task servers refuse the coordinator.
+	if out, code := mrRun(t, c, append(base, "-output", "/out0", "-map", mrWordMapper)...); code != 1 || !strings.Contains(out, "token") {
+		t.Fatalf("mr run without the token: exit %d:\n%s", code, out)
+	}
+	base = append(base, "-token-file", tokenFile)
 
 	// A plain run: every map task local, exact output.
 	out, code := mrRun(t, c, append(base, "-output", "/out1", "-map", mrWordMapper)...)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/plasmafs/plasma/mapred"
@@ -50,6 +52,7 @@ Without task servers the tasks run in this process. Exit status 1 if the job fai
 	var servers multiFlag
 	f.Var(&servers, "taskserver", "task server `host:port` (repeatable; replaces the job file's)")
 	keep := f.Bool("keep-work", false, "keep the intermediate files")
+	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding the task servers' token (default $PLASMAMR_TOKEN_FILE)")
 	quiet := f.Bool("q", false, "print only the report")
 	if err := f.parse(args); err != nil {
 		return err
@@ -105,8 +108,12 @@ Without task servers the tasks run in this process. Exit status 1 if the job fai
 	if !*quiet {
 		opt.Log = stdout
 	}
+	token, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
 	for _, a := range j.TaskServers {
-		r, err := mapred.Dial(ctx, a)
+		r, err := mapred.Dial(ctx, a, token)
 		if err != nil {
 			return err
 		}
@@ -124,14 +131,24 @@ func cmdMRTaskServer(ctx context.Context, args []string) error {
 		`Run MapReduce task attempts for job coordinators ('plasma mr run -taskserver ADDR'), with
 this process's PlasmaFS client configuration and credential. -datanode pairs it with the datanode
 at that data address: coordinators schedule map tasks on the task server beside their input.
-The commands of every job run as this process's user: the protocol (HTTP) has no
-authentication, so listen on a loopback or otherwise trusted address only.
+The commands of every job run as this process's user with its credential: anyone who can
+submit tasks can act as it. With -token-file only requests carrying the file's token are
+accepted (the protocol is plain HTTP: the token and the tasks travel unencrypted); without one
+the server listens on loopback addresses only.
 The first line printed is the address it listens on.`, true)
 	listen := f.String("listen", "127.0.0.1:0", "address to listen on")
 	dn := f.String("datanode", "", "data `address` of the paired datanode")
 	slots := f.intRange("slots", 2, 1, 1024, "task attempts run at once")
+	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding the token coordinators must present (default $PLASMAMR_TOKEN_FILE)")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	token, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	if host, _, err := net.SplitHostPort(*listen); token == "" && (err != nil || !isLoopback(host)) {
+		return usagef("-listen %s: without -token-file a task server listens on a loopback address only", *listen)
 	}
 	if len(f.pos) != 0 {
 		return usagef("unexpected argument %q", f.pos[0])
@@ -161,11 +178,37 @@ The first line printed is the address it listens on.`, true)
 			return fmt.Errorf("-datanode %s: no datanode has that address", *dn)
 		}
 	}
-	srv := &http.Server{Handler: mapred.NewTaskServer(c, w, *slots), ReadHeaderTimeout: time.Minute}
+	ts := mapred.NewTaskServer(c, w, *slots)
+	ts.Token = token
+	srv := &http.Server{Handler: ts, ReadHeaderTimeout: time.Minute}
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
 	go func() { <-ctx.Done(); srv.Close() }()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// readToken reads a task server token file ("" for no file).
+func readToken(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	t := strings.TrimSpace(string(b))
+	if len(t) < 16 {
+		return "", fmt.Errorf("%s: a token of at least 16 characters is needed", file)
+	}
+	return t, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
