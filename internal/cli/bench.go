@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv|mr [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
 func intList(s string) ([]int, error) {
@@ -52,6 +52,9 @@ func cmdBench(ctx context.Context, args []string) error {
 	}
 	if which == "kv" {
 		return cmdBenchKV(ctx, args[1:])
+	}
+	if which == "mr" {
+		return cmdBenchMR(ctx, args[1:])
 	}
 	if which == "echo-server" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

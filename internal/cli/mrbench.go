@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/mapred"
+)
+
+// plasma bench mr: a streaming word count over generated text, beside the
+// same pipeline run locally and a one-thread awk word count, in the same
+// run on the same data.
+func cmdBenchMR(ctx context.Context, args []string) error {
+	f := newFlags("bench mr", "[-size BYTES] [-slots N | -taskserver ADDR...] [options]",
+		`Word count of generated text (skewed word frequencies) as a streaming MapReduce job
+(mapper: awk printing "word TAB 1"; reducer: cut -f1 | uniq -c), beside two references run
+on a local copy of the same text: the same pipeline as one local shell pipeline
+(awk | LC_ALL=C sort | uniq -c) and a one-thread awk hash count. Checks that the job's output
+equals the pipeline's and prints the times, the ratios and the job report.`, true)
+	var size int64 = 200 << 20
+	f.sizeRange(&size, "size", 1<<20, 1<<40, "bytes of text")
+	var split int64 = 32 << 20
+	f.sizeRange(&split, "split-size", 64<<10, 1<<40, "input bytes per map task")
+	var sortBuf int64 = 64 << 20
+	f.sizeRange(&sortBuf, "sort-buffer", 64<<10, 1<<40, "memory per task for sorting")
+	slots := f.intRange("slots", runtime.NumCPU(), 1, 1024, "in-process task slots (without -taskserver)")
+	parts := f.intRange("partitions", runtime.NumCPU(), 1, 10000, "reduce tasks")
+	var servers multiFlag
+	f.Var(&servers, "taskserver", "task server `host:port` (repeatable)")
+	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "task servers' token `file`")
+	localDir := f.String("localdir", os.TempDir(), "directory for the local copy")
+	dir := f.String("dir", "/bench-mr", "PlasmaFS directory for the benchmark (removed afterwards)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	token, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	var runners []mapred.Runner
+	for _, a := range servers {
+		r, err := mapred.Dial(ctx, a, token)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, r)
+	}
+
+	local := filepath.Join(*localDir, fmt.Sprintf("plasma-bench-mr-%d.txt", os.Getpid()))
+	defer os.Remove(local)
+	if err := genText(local, size); err != nil {
+		return err
+	}
+	if _, err := c.Lookup(ctx, *dir); err == nil {
+		return fmt.Errorf("%s exists; remove it or pick another -dir", *dir)
+	}
+	defer removeBenchDir(context.WithoutCancel(ctx), c, *dir)
+	putStart := time.Now()
+	if err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		if _, err := tx.MkdirAll(ctx, *dir+"/in", 0o755); err != nil {
+			return err
+		}
+		dst, err := tx.CreateFile(ctx, *dir+"/in/text", client.CreateOptions{Rep: 1})
+		if err != nil {
+			return err
+		}
+		src, err := os.Open(local)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		if _, err := io.Copy(dst, bufio.NewReaderSize(src, 1<<20)); err != nil {
+			return err
+		}
+		return dst.Close()
+	}); err != nil {
+		return err
+	}
+	putTime := time.Since(putStart)
+
+	mapper := `awk '{for (i = 1; i <= NF; i++) print $i "\t1"}'`
+	reducer := `cut -f1 | uniq -c`
+	// References first (they warm the local copy's pages, which the job
+	// does not read).
+	pipeStart := time.Now()
+	pipeOut, err := exec.CommandContext(ctx, "sh", "-c", `awk '{for (i = 1; i <= NF; i++) print $i}' "$1" | LC_ALL=C sort | uniq -c`, "sh", local).Output()
+	if err != nil {
+		return fmt.Errorf("reference pipeline: %w", err)
+	}
+	pipeTime := time.Since(pipeStart)
+	awkStart := time.Now()
+	if _, err := exec.CommandContext(ctx, "sh", "-c", `awk '{for (i = 1; i <= NF; i++) n[$i]++} END {for (w in n) print n[w], w}' "$1" >/dev/null`, "sh", local).Output(); err != nil {
+		return fmt.Errorf("reference awk: %w", err)
+	}
+	awkTime := time.Since(awkStart)
+
+	j := mapred.Job{Name: "bench-wordcount", Input: *dir + "/in", Output: *dir + "/out", Work: *dir + "/work", Log: *dir + "/log",
+		Map: mapper, Reduce: reducer, Partitions: *parts, SplitSize: split, SortBuffer: sortBuf, LocalSlots: *slots}
+	rep, err := mapred.Run(ctx, c, j, mapred.Options{Runners: runners})
+	if err != nil {
+		if rep != nil {
+			fmt.Fprint(stdout, rep.Text())
+		}
+		return err
+	}
+	got, err := readParts(ctx, c, j.Output, *parts)
+	if err != nil {
+		return err
+	}
+	want := strings.Split(strings.TrimSuffix(string(pipeOut), "\n"), "\n")
+	sort.Strings(want)
+	if len(got) != len(want) {
+		return fmt.Errorf("job output has %d lines, the local pipeline %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Errorf("job output differs from the local pipeline: %q vs %q", got[i], want[i])
+		}
+	}
+	mb := float64(size) / 1e6
+	line := func(name string, d time.Duration) {
+		fmt.Fprintf(stdout, "%-44s %9.2f s %8.1f MB/s\n", name, d.Seconds(), mb/d.Seconds())
+	}
+	where := fmt.Sprintf("%d local slots", *slots)
+	if len(runners) > 0 {
+		where = fmt.Sprintf("%d task servers", len(runners))
+	}
+	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", human(uint64(size)), runtime.NumCPU())
+	line("plasma put (not part of the job)", putTime)
+	line("local awk | LC_ALL=C sort | uniq -c", pipeTime)
+	line("local awk hash count, one thread", awkTime)
+	line("plasma mr, streaming, "+where, rep.Wallclock)
+	fmt.Fprintf(stdout, "ratio job / local pipeline: %.2f\nratio job / one-thread awk: %.2f\n", rep.Wallclock.Seconds()/pipeTime.Seconds(), rep.Wallclock.Seconds()/awkTime.Seconds())
+	fmt.Fprintf(stdout, "namenode commits: %d by the job, %.2f per second, %.3f per core-second\n\n", rep.JobCommits,
+		float64(rep.JobCommits)/rep.Wallclock.Seconds(), float64(rep.JobCommits)/rep.Wallclock.Seconds()/float64(runtime.NumCPU()))
+	fmt.Fprint(stdout, rep.Text())
+	return nil
+}
+
+// genText writes size bytes of lines of words with Zipf-distributed
+// frequencies.
+func genText(path string, size int64) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(out, 1<<20)
+	r := rand.New(rand.NewPCG(12, 34))
+	z := rand.NewZipf(r, 1.1, 1, 200000)
+	var n int64
+	var line bytes.Buffer
+	for n < size {
+		line.Reset()
+		for k := 1 + r.IntN(15); k > 0; k-- {
+			if line.Len() > 0 {
+				line.WriteByte(' ')
+			}
+			fmt.Fprintf(&line, "w%x", z.Uint64())
+		}
+		line.WriteByte('\n')
+		if n+int64(line.Len()) > size {
+			break
+		}
+		w.Write(line.Bytes())
+		n += int64(line.Len())
+	}
+	if err := w.Flush(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// readParts reads the part files of a job's output and returns their
+// lines, sorted.
+func readParts(ctx context.Context, c *client.Client, dir string, parts int) ([]string, error) {
+	tx, _ := c.Begin(ctx)
+	defer tx.Abort(ctx)
+	var lines []string
+	for p := 0; p < parts; p++ {
+		fl, err := tx.Open(ctx, fmt.Sprintf("%s/part-%05d", dir, p))
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if _, err := fl.WriteTo(&b); err != nil {
+			return nil, err
+		}
+		if s := strings.TrimSuffix(b.String(), "\n"); s != "" {
+			lines = append(lines, strings.Split(s, "\n")...)
+		}
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
+func removeBenchDir(ctx context.Context, c *client.Client, dir string) {
+	c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		var rm func(string) error
+		rm = func(d string) error {
+			ents, err := tx.ReadDir(ctx, d)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				p := d + "/" + e.Name
+				if e.Type == client.TypeDir {
+					if err := rm(p); err != nil {
+						return err
+					}
+				} else if err := tx.Unlink(ctx, p); err != nil {
+					return err
+				}
+			}
+			return tx.Rmdir(ctx, d)
+		}
+		return rm(dir)
+	})
+}
