@@ -24,7 +24,7 @@ import (
 )
 
 func init() {
-	register("cluster up", "[-datanodes N] [-dir DIR] [-blocksize B] [-size BYTES] [-detach]", "start a local cluster (namenode + N datanodes) and restart members that die", cmdClusterUp)
+	register("cluster up", "[-datanodes N] [-dir DIR] [-blocksize B] [-size BYTES] [-mount DIR] [-detach]", "start a local cluster (namenode + N datanodes, optionally a FUSE mount) and restart members that die", cmdClusterUp)
 	register("cluster down", "[-dir DIR]", "stop a local cluster started with 'plasma cluster up'", cmdClusterDown)
 }
 
@@ -61,6 +61,8 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 write the client configuration. The cluster runs until Ctrl-C (SIGINT or SIGTERM)
 or 'plasma cluster down'; a member that dies is reported and restarted with
 backoff. With -detach a background supervisor does this (its log: DIR/cluster.log).
+With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
+like the others: restarted if it dies, unmounted when the cluster stops.
 Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
 	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
 	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
@@ -75,11 +77,28 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
 	secFlag := f.String("security", "privacy", "namenode traffic security: none, auth, integrity or privacy")
 	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
+	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
+	mountOpts := f.String("mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if len(f.pos) != 0 {
 		return usagef("unexpected argument %q", f.pos[0])
+	}
+	mountPoint := ""
+	if *mountFlag != "" {
+		if _, _, err := mountOptions([]string{*mountOpts}); err != nil {
+			return err
+		}
+		if os.Geteuid() != 0 {
+			return usagef("-mount needs root (the FUSE mount is made with mount(2))")
+		}
+		var err error
+		if mountPoint, err = filepath.Abs(*mountFlag); err != nil {
+			return err
+		}
+	} else if *mountOpts != "" {
+		return usagef("-mount-options needs -mount DIR")
 	}
 	if bs&(bs-1) != 0 {
 		return usagef("-blocksize %d: must be a power of two", bs)
@@ -106,10 +125,20 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	if pids, _ := readPids(*dir); anyAlive(pids) {
+	if pids, _ := readPids(*dir); anyRunning(pids) {
 		return fmt.Errorf("a cluster is already running in %s (stop it with 'plasma cluster down -dir %s')", *dir, *dir)
 	}
 	tightenPermissions(*dir)
+	if mountPoint != "" {
+		// Before anything starts: a mountpoint in use is an error, a
+		// stale mount left by this cluster's mount process is cleared.
+		if err := os.MkdirAll(mountPoint, 0o755); err != nil {
+			return err
+		}
+		if err := clearStaleMount(mountPoint); err != nil {
+			return err
+		}
+	}
 	if *detach && ready == nil {
 		return startSupervisor(ctx, args)
 	}
@@ -177,7 +206,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
-	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 65), restart: make(chan *member), done: make(chan struct{})}
+	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 66), restart: make(chan *member), done: make(chan struct{})}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
 		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey}
 	if *relaxed {
@@ -227,7 +256,16 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
+	if mountPoint != "" {
+		if err := sv.startMount(ctx, mountPoint, *mountOpts, *name); err != nil {
+			sv.stop()
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", *name, *nnAddr, *n, bs, *dir)
+	if mountPoint != "" {
+		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", mountPoint, filepath.Join(*dir, "mount.log"))
+	}
 	fmt.Fprintf(stdout, "security: namenode %s, datanodes %s; your superuser credential is %s\n", *secFlag, *dataSecFlag, adminCred)
 	if *writeCfg {
 		fmt.Fprintf(stdout, "client configuration written to %s; try:\n", cfgPath)
@@ -312,13 +350,21 @@ func startSupervisor(ctx context.Context, args []string) error {
 
 // A member is one process of the cluster.
 type member struct {
-	name  string // dn1, namenode
-	kind  string // datanode, namenode
+	name  string // dn1, namenode, mount
+	kind  string // datanode, namenode, mount
 	log   string
 	args  []string
+	env   []string  // nil: the supervisor's
 	cmd   *exec.Cmd // nil while not running
 	since time.Time
 	delay time.Duration
+	// For the mount: prestart clears a stale mount before each start;
+	// ready receives what the mount process reports on its readiness
+	// descriptor ("ok" or why it failed); cleanup unmounts what is left
+	// once the member has stopped.
+	prestart func() error
+	ready    chan string
+	cleanup  func()
 }
 
 func (m *member) String() string {
@@ -360,8 +406,31 @@ func (sv *supervisor) start(m *member) error {
 		return err
 	}
 	defer lf.Close()
+	if m.prestart != nil {
+		if err := m.prestart(); err != nil {
+			return fmt.Errorf("start %s: %w", m, err)
+		}
+	}
 	cmd := exec.Command(sv.self, m.args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.Env = m.env
+	if m.ready != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		cmd.ExtraFiles = []*os.File{w}
+		cmd.Env = append(cmd.Env, mountReadyFD+"=3")
+		go func() {
+			msg, _ := io.ReadAll(r)
+			r.Close()
+			select {
+			case m.ready <- string(msg):
+			default: // nobody waits for it (a restart)
+			}
+		}()
+	}
 	// Its own process group: Ctrl-C reaches the supervisor only, which
 	// stops the members in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -436,13 +505,28 @@ func (sv *supervisor) after(m *member) {
 	m.delay = min(2*m.delay, restartMax)
 }
 
-// stop stops every member: SIGTERM, datanodes first, and SIGKILL for those
-// still running after 20 seconds.
+// stop stops every member with SIGTERM, and SIGKILL for those still
+// running after 20 seconds: first the mount, which unmounts and commits
+// what its open files hold (it needs the namenode and datanodes for that),
+// then the datanodes and the namenode.
 func (sv *supervisor) stop() {
 	close(sv.done)
+	sv.stopMembers(func(m *member) bool { return m.kind == "mount" })
+	sv.stopMembers(func(m *member) bool { return m.kind != "mount" })
+	for _, m := range sv.members {
+		if m.cleanup != nil {
+			m.cleanup()
+		}
+	}
+	os.Remove(filepath.Join(sv.dir, "pids"))
+}
+
+// stopMembers stops the running members that which selects, datanodes
+// before the namenode, and waits for them.
+func (sv *supervisor) stopMembers(which func(*member) bool) {
 	running := 0
 	for i := len(sv.members) - 1; i >= 0; i-- {
-		if m := sv.members[i]; m.cmd != nil {
+		if m := sv.members[i]; m.cmd != nil && which(m) {
 			m.cmd.Process.Signal(syscall.SIGTERM)
 			running++
 		}
@@ -452,17 +536,114 @@ func (sv *supervisor) stop() {
 		select {
 		case ev := <-sv.exits:
 			ev.m.cmd = nil
-			running--
+			if which(ev.m) {
+				running--
+			}
 		case <-kill:
 			for _, m := range sv.members {
-				if m.cmd != nil {
+				if m.cmd != nil && which(m) {
 					sv.report("%s (pid %d) did not stop within 20s; killing it", m, m.cmd.Process.Pid)
 					m.cmd.Process.Kill()
 				}
 			}
 		}
 	}
-	os.Remove(filepath.Join(sv.dir, "pids"))
+}
+
+// startMount adds the FUSE mount of the cluster at mp as a member, run as
+// 'plasma mount' with the cluster's client configuration, and waits until
+// it is mounted. The mountpoint is recorded in the cluster directory so
+// that 'cluster down' can clear a mount whose process died.
+func (sv *supervisor) startMount(ctx context.Context, mp, opts, cluster string) error {
+	args := []string{"mount", "-cluster", cluster}
+	if opts != "" {
+		args = append(args, "-o", opts)
+	}
+	m := sv.add("mount", "mount", append(args, mp))
+	// The cluster's own configuration, whatever the environment names.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PLASMAFS_") {
+			m.env = append(m.env, kv)
+		}
+	}
+	m.env = append(m.env, "PLASMAFS_CONFIG="+filepath.Join(sv.dir, "client.conf"))
+	m.ready = make(chan string, 1)
+	m.prestart = func() error { return clearStaleMount(mp) }
+	m.cleanup = func() {
+		if err := clearStaleMount(mp); err != nil {
+			sv.report("%v", err)
+		}
+		os.Remove(filepath.Join(sv.dir, "mountpoint"))
+	}
+	if err := writePrivate(filepath.Join(sv.dir, "mountpoint"), []byte(mp+"\n")); err != nil {
+		return err
+	}
+	if err := sv.start(m); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case ev := <-sv.exits:
+		return sv.exited(ev)
+	case msg := <-m.ready:
+		if msg != "ok" {
+			return fmt.Errorf("mount %s: %s (see %s)", mp, msg, m.log)
+		}
+	}
+	return nil
+}
+
+// plasmaMountType returns the filesystem type of a FUSE mount of PlasmaFS
+// at mp ("fuse.plasma"), or "" if mp is not one; other is the type of
+// another kind of mount there.
+func plasmaMountType(mp string) (plasma bool, other string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, ""
+	}
+	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	for _, l := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
+		f := strings.Fields(l)
+		if len(f) < 5 || unescape.Replace(f[4]) != mp {
+			continue
+		}
+		fstype := ""
+		for i := 5; i+1 < len(f); i++ {
+			if f[i] == "-" {
+				fstype = f[i+1]
+				break
+			}
+		}
+		plasma, other = fstype == "fuse.plasma", fstype // the last mount on mp is the visible one
+	}
+	if plasma {
+		other = ""
+	}
+	return plasma, other
+}
+
+// clearStaleMount detaches a FUSE mount of PlasmaFS at mp whose process
+// ended (its calls fail with ENOTCONN). A working mount, or another kind
+// of mount, at mp is an error: it is not the cluster's to remove.
+func clearStaleMount(mp string) error {
+	plasma, other := plasmaMountType(mp)
+	if other != "" {
+		return fmt.Errorf("%s is already a mountpoint (%s)", mp, other)
+	}
+	if !plasma {
+		return nil
+	}
+	if _, err := os.Stat(mp); err == nil {
+		return fmt.Errorf("%s is already mounted (a PlasmaFS mount that works; 'plasma umount %s')", mp, mp)
+	} else if !errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("%s: %w", mp, err)
+	}
+	if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("clear the stale mount at %s: %w", mp, err)
+	}
+	return nil
 }
 
 // lastLogLine returns ": " and the last line of a log file, or "".
@@ -632,11 +813,39 @@ func readPids(dir string) ([]pidEntry, error) {
 	return out, nil
 }
 
+// alive reports whether process pid exists, a zombie included.
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// running reports whether process pid runs: a zombie (a member that ended
+// after its parent, the supervisor, was killed, until init reaps it) does
+// not.
+func running(pid int) bool {
+	if !alive(pid) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
+}
 
 func anyAlive(pids []pidEntry) bool {
 	for _, p := range pids {
 		if alive(p.pid) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyRunning(pids []pidEntry) bool {
+	for _, p := range pids {
+		if running(p.pid) {
 			return true
 		}
 	}
@@ -660,33 +869,70 @@ func cmdClusterDown(ctx context.Context, args []string) error {
 	// datanodes first, then the namenode.
 	supervised := false
 	for _, p := range pids {
-		if p.role == "supervisor" && alive(p.pid) {
+		if p.role == "supervisor" && running(p.pid) {
 			supervised = syscall.Kill(p.pid, syscall.SIGTERM) == nil
 		}
 	}
+	deadline := time.Now().Add(60 * time.Second)
 	if !supervised {
+		// The mount first, waited for: it commits what its open files
+		// hold, which needs the namenode and datanodes.
+		var mounts []pidEntry
+		for _, p := range pids {
+			if p.role == "mount" && syscall.Kill(p.pid, syscall.SIGTERM) == nil {
+				mounts = append(mounts, p)
+			}
+		}
+		for anyRunning(mounts) && time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		for i := len(pids) - 1; i >= 0; i-- {
 			syscall.Kill(pids[i].pid, syscall.SIGTERM)
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for anyAlive(pids) && time.Now().Before(deadline) {
+	for anyRunning(pids) && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if anyAlive(pids) {
+	if anyRunning(pids) {
 		var left []int
 		for _, p := range pids {
-			if alive(p.pid) {
+			if running(p.pid) {
 				left = append(left, p.pid)
 			}
 		}
 		return fmt.Errorf("cluster processes %v did not stop within 60s", left)
 	}
+	// Members whose parent was killed are reaped by init, which can take
+	// a moment: give it that, so that they are gone from the process
+	// table too.
+	for grace := time.Now().Add(5 * time.Second); anyAlive(pids) && time.Now().Before(grace); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	os.Remove(filepath.Join(*dir, "pids"))
+	// The supervisor unmounts the cluster's mount; if it or the mount
+	// process was killed, the mount is left stale: clear it.
+	if b, err := os.ReadFile(filepath.Join(*dir, "mountpoint")); err == nil {
+		if mp := strings.TrimSpace(string(b)); mp != "" {
+			if plasma, _ := plasmaMountType(mp); plasma {
+				if err := clearStaleMount(mp); err != nil {
+					return err
+				}
+			}
+		}
+		os.Remove(filepath.Join(*dir, "mountpoint"))
+	}
 	fmt.Fprintf(stdout, "cluster in %s stopped\n", *dir)
 	return nil
 }
