@@ -32,7 +32,7 @@ check:
 # Unit tests and in-process cluster tests under the race detector.
 race:
 	@echo "== race"
-	$(GO) test -race -count=1 ./internal/... ./client/... ./kv/...
+	$(GO) test -race -count=1 ./internal/... ./client/... ./kv/... ./mapred/...
 
 integration:
 	@echo "== integration (real processes)"
