@@ -132,6 +132,14 @@ func (c *Client) keepalive() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := nn.Keepalive(ctx, &wire.Request{Op: wire.OpKeepalive})
 		cancel()
+		if err != nil && errors.Is(err, rpc.ErrClosed) {
+			// The namenode connection broke: replace it now, so the next
+			// transaction does not find out first (the broken one's
+			// transactions fail with ErrTxn as before).
+			rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			c.reconnect(rctx, nn)
+			rcancel()
+		}
 		if err == nil && auto && len(r.Counters) >= 1 && r.Counters[0] > 0 {
 			interval = min(time.Duration(r.Counters[0])/3, time.Minute)
 			interval = max(interval, 50*time.Millisecond)

@@ -157,6 +157,18 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		}
 	}
 	r, err := nn.Call(ctx, q)
+	if err != nil && first && errors.Is(err, rpc.ErrNotSent) && errors.Is(err, rpc.ErrClosed) {
+		// The connection broke before this transaction's first request
+		// left: nothing of it exists on the namenode, so it begins on a
+		// new connection.
+		if rerr := tx.c.reconnect(ctx, nn); rerr == nil {
+			nn, gen = tx.c.conn()
+			tx.mu.Lock()
+			tx.gen = gen
+			tx.mu.Unlock()
+			r, err = nn.Call(ctx, q)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, rpc.ErrClosed) {
 			// Replace the connection for later transactions; this one is gone.
