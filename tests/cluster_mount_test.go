@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -284,4 +285,69 @@ func TestClusterUpMountRefusesBusyMountpoint(t *testing.T) {
 	if !inProcMounts(t, mp) {
 		t.Errorf("the tmpfs at %s was unmounted", mp)
 	}
+}
+
+// TestBenchThroughClusterMount: the mount benchmarks of bench/run work
+// on a 'cluster up -mount' mount (tiny sizes; no figures are checked):
+// the C build, metarates and fdtree through the mount, each beside a
+// local directory and go-fuse's loopback filesystem, in the same run.
+func TestBenchThroughClusterMount(t *testing.T) {
+	lc, mp := mountCluster(t)
+	lc.mustRun(lc.upArgs("-detach", "-mount", mp)...)
+	for _, d := range []string{"build", "meta", "fdtree"} {
+		if err := os.Mkdir(filepath.Join(mp, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := t.TempDir()
+	type report struct {
+		Results []struct {
+			Name    string  `json:"name"`
+			Ours    float64 `json:"ours"`
+			RefName string  `json:"reference_name"`
+			Ratio   float64 `json:"ratio"`
+		} `json:"results"`
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"build", []string{"-files", "2", "-runs", "1"}},
+		{"metarates", []string{"-n", "20", "-np", "1,2"}},
+		{"fdtree", []string{"-levels", "1", "-dirs", "2", "-files", "2"}},
+	} {
+		target := filepath.Join(mp, map[string]string{"build": "build", "metarates": "meta", "fdtree": "fdtree"}[c.name])
+		ref := filepath.Join(local, c.name)
+		os.Mkdir(ref, 0o755)
+		args := append([]string{"bench", c.name, "-json", "-target", target, "-ref", ref, "-loopback", filepath.Join(local, c.name+"-loop")}, c.args...)
+		out := lc.mustRun(args...)
+		var rep report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("plasma bench %s: %v\n%s", c.name, err, out)
+		}
+		refs := map[string]int{}
+		for _, r := range rep.Results {
+			if r.Ours <= 0 && !strings.Contains(r.Name, "efficiency") {
+				t.Errorf("bench %s: %+v", c.name, r)
+			}
+			switch {
+			case strings.Contains(r.RefName, "fuse.loopback") || strings.HasPrefix(r.RefName, "go-fuse loopback"):
+				refs["loopback"]++
+			case strings.HasSuffix(r.RefName, ref):
+				refs["local"]++
+			default:
+				t.Errorf("bench %s: result %q beside %q", c.name, r.Name, r.RefName)
+			}
+		}
+		if refs["loopback"] == 0 || refs["loopback"] != refs["local"] {
+			t.Errorf("bench %s: results beside the references: %v", c.name, refs)
+		}
+		if isMounted(filepath.Join(local, c.name+"-loop")) {
+			t.Errorf("bench %s left the loopback mounted", c.name)
+		}
+	}
+	if b, _ := os.ReadFile("/proc/mounts"); strings.Contains(string(b), "fuse.loopback") && strings.Contains(string(b), local) {
+		t.Errorf("a loopback mount of the test's directories is left:\n%s", b)
+	}
+	lc.mustRun("cluster", "down", "-dir", lc.dir)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv|mr [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv|mr|build [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
 func intList(s string) ([]int, error) {
@@ -30,7 +30,7 @@ func intList(s string) ([]int, error) {
 
 func cmdBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree")
+		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, security, kv, mr, build")
 	}
 	which := args[0]
 	if which == "warm-memory" {
@@ -56,6 +56,16 @@ func cmdBench(ctx context.Context, args []string) error {
 	if which == "mr" {
 		return cmdBenchMR(ctx, args[1:])
 	}
+	if which == "build" {
+		return cmdBenchBuild(ctx, args[1:])
+	}
+	if which == "fuse-loopback" {
+		// The loopback reference of -loopback, in its own process.
+		if len(args) != 3 {
+			return usagef("bench fuse-loopback ORIGINAL MOUNTPOINT")
+		}
+		return bench.ServeLoopback(ctx, args[1], args[2], stdout)
+	}
 	if which == "echo-server" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -78,7 +88,10 @@ func cmdBench(ctx context.Context, args []string) error {
 	cold := f.Bool("cold", false, "random: also measure with dropped caches (root)")
 	npFlag := f.String("np", "1,2,4", "metarates: process counts")
 	shared := f.Bool("shared-dir", false, "metarates: all processes in one directory")
-	tgt := f.String("target", "native", "metarates, fdtree: 'native' (PlasmaFS API) or a local directory path")
+	tgt := f.String("target", "native", "metarates, fdtree: 'native' (PlasmaFS API) or a directory (e.g. of a PlasmaFS mount)")
+	var refs multiFlag
+	f.Var(&refs, "ref", "metarates, fdtree: also run in this directory in the same run, as a reference (repeatable)")
+	loopback := f.String("loopback", "", "metarates, fdtree: also run through go-fuse's loopback filesystem of this directory, as a reference")
 	plainConf := f.String("plain", "", "security: client config file of a cluster at level none to compare with")
 	levels := f.Int("levels", 3, "fdtree: tree depth")
 	dirs := f.Int("dirs", 4, "fdtree: subdirectories per directory")
@@ -162,15 +175,101 @@ func cmdBench(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if rep, err = bench.Metarates(ctx, cfg, bench.MetaratesOptions{NP: np, N: *n, SharedDir: *shared, Target: *tgt, Root: "/plasma-bench-meta", Async: *mode == "async"}); err != nil {
+		if rep, err = runBeside(*tgt, refs, *loopback, func(target string) (*bench.Report, error) {
+			return bench.Metarates(ctx, cfg, bench.MetaratesOptions{NP: np, N: *n, SharedDir: *shared, Target: target, Root: "/plasma-bench-meta", Async: *mode == "async"})
+		}); err != nil {
 			return err
 		}
 	case "fdtree":
-		if rep, err = bench.Fdtree(ctx, cfg, bench.FdtreeOptions{Levels: *levels, Dirs: *dirs, Files: *files, Target: *tgt, Root: "/plasma-bench-fdtree", Async: *mode == "async"}); err != nil {
+		if rep, err = runBeside(*tgt, refs, *loopback, func(target string) (*bench.Report, error) {
+			return bench.Fdtree(ctx, cfg, bench.FdtreeOptions{Levels: *levels, Dirs: *dirs, Files: *files, Target: target, Root: "/plasma-bench-fdtree", Async: *mode == "async"})
+		}); err != nil {
 			return err
 		}
 	default:
 		return usagef("unknown benchmark %q", which)
+	}
+	rep.Print(stdout, *asJSON)
+	return nil
+}
+
+// runBeside runs a metadata benchmark against target ("native" or a
+// directory), then in the same run against each reference directory and
+// through go-fuse's loopback filesystem of the loopback directory (if
+// set), and reports each result beside the references'.
+func runBeside(target string, refs []string, loopback string, run func(target string) (*bench.Report, error)) (*bench.Report, error) {
+	if len(refs) == 0 && loopback == "" {
+		return run(target)
+	}
+	rep, err := run(target)
+	if err != nil {
+		return nil, err
+	}
+	var others []bench.Reference
+	for _, d := range refs {
+		r, err := run(d)
+		if err != nil {
+			return nil, fmt.Errorf("reference %s: %w", d, err)
+		}
+		others = append(others, bench.Reference{Name: bench.DescribeDir(d), Report: r})
+	}
+	if loopback != "" {
+		lb, err := bench.StartLoopback(loopback)
+		if err != nil {
+			return nil, err
+		}
+		r, err := run(lb.Dir)
+		lb.Stop()
+		if err != nil {
+			return nil, fmt.Errorf("loopback reference over %s: %w", loopback, err)
+		}
+		others = append(others, bench.Reference{Name: "go-fuse loopback over " + bench.DescribeDir(lb.Orig), Report: r})
+	}
+	name := "PlasmaFS native API"
+	if target != "native" {
+		name = bench.DescribeDir(target)
+	}
+	return bench.Beside(rep, name, others...), nil
+}
+
+// cmdBenchBuild runs the parallel C build of seed 003 in a directory (of
+// a PlasmaFS mount) beside the same build in local reference directories.
+func cmdBenchBuild(ctx context.Context, args []string) error {
+	f := newFlags("bench build", "-target DIR -ref DIR [-loopback DIR] [options]", `Seed 003 in miniature: write a generated C project (-files modules, a main.c and a
+Makefile), then as the seed did (make clean; read every file; sync) time make -jN all,
+time make again (nothing to do) and time removing the tree, in -target (a directory of
+the PlasmaFS mount) and in the same run in each -ref directory (the local filesystem the
+cluster runs on) and through go-fuse's loopback filesystem of -loopback. Every side must
+build the same program. Reports median times and time ratios (lower is better).`, false)
+	asJSON := f.Bool("json", false, "print JSON")
+	target := f.String("target", "", "directory to build in (e.g. in a PlasmaFS mount)")
+	var refs multiFlag
+	f.Var(&refs, "ref", "reference directory (repeatable), on the filesystem the cluster runs on")
+	loopback := f.String("loopback", "", "also build through go-fuse's loopback filesystem of this directory")
+	files := f.intRange("files", 40, 1, 1000, "generated .c modules")
+	jobs := f.intRange("j", 2, 1, 256, "make -j")
+	runs := f.intRange("runs", 3, 1, 100, "repetitions (medians reported)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if len(f.pos) != 0 {
+		return usagef("unexpected argument %q", f.pos[0])
+	}
+	if *target == "" {
+		return usagef("-target DIR is required")
+	}
+	o := bench.BuildOptions{Target: *target, Refs: refs, Files: *files, Jobs: *jobs, Runs: *runs}
+	if *loopback != "" {
+		lb, err := bench.StartLoopback(*loopback)
+		if err != nil {
+			return err
+		}
+		defer lb.Stop()
+		o.Refs = append(o.Refs, lb.Dir)
+	}
+	rep, err := bench.Build(ctx, o)
+	if err != nil {
+		return err
 	}
 	rep.Print(stdout, *asJSON)
 	return nil
