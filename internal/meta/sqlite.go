@@ -743,3 +743,6 @@ func markClosed(path string) error {
 	}
 	return err
 }
+
+// Path returns the database file.
+func (s *SQLite) Path() string { return s.path }
