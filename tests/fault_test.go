@@ -403,6 +403,7 @@ func TestDeadDatanodeReportedAsDead(t *testing.T) {
 	old := c.DNs[0]
 	c.Kill(old)
 	other := &clustertest.Proc{Addr: old.Addr, Dir: c.InitVolume(c.Opts.Cluster, c.Opts.Blocksize, c.Opts.Size), Log: filepath.Join(c.Dir, "other.log")}
+	c.DNs = append(c.DNs, other) // stopped with the cluster
 	c.StartDatanode(other)
 	c.WaitLive(1)
 	out, code := c.RunEnv([]string{"PLASMAFS_NO_SHORTCIRCUIT=1"}, nil, "cat", "/g")
