@@ -40,6 +40,12 @@ type ClusterEntry struct {
 	Security     string
 	DataSecurity string
 	Credential   string
+	// TaskServers are the addresses of the cluster's MapReduce task
+	// servers ('plasma mr taskserver', started by 'plasma cluster up')
+	// and TaskServerToken the file holding their token: what 'plasma mr
+	// run' uses when a job names none. The client itself ignores them.
+	TaskServers     []string
+	TaskServerToken string
 }
 
 // ConfigFile returns the path of the client configuration file:
@@ -165,6 +171,10 @@ func ParseConfigFile(s string) ([]ClusterEntry, error) {
 				cur.DataSecurity = v
 			case "credential":
 				cur.Credential = v
+			case "taskserver":
+				cur.TaskServers = append(cur.TaskServers, v)
+			case "taskserver_token":
+				cur.TaskServerToken = v
 			}
 		default:
 			return nil, fmt.Errorf("unexpected %q", t)
@@ -215,13 +225,16 @@ func FormatConfigFile(entries []ClusterEntry) string {
 	b.WriteString("plasmafs {\n")
 	for _, e := range entries {
 		fmt.Fprintf(&b, "  cluster {\n    clustername = %q;\n", e.Name)
-		for k, v := range map[string]string{"security": e.Security, "data_security": e.DataSecurity, "credential": e.Credential} {
+		for k, v := range map[string]string{"security": e.Security, "data_security": e.DataSecurity, "credential": e.Credential, "taskserver_token": e.TaskServerToken} {
 			if v != "" {
 				fmt.Fprintf(&b, "    %s = %q;\n", k, v)
 			}
 		}
 		for _, a := range e.Namenodes {
 			fmt.Fprintf(&b, "    node { addr = %q; };\n", a)
+		}
+		for _, a := range e.TaskServers {
+			fmt.Fprintf(&b, "    taskserver = %q;\n", a)
 		}
 		b.WriteString("  };\n")
 	}

@@ -122,6 +122,8 @@ func (lc *localCluster) members() map[string]int {
 			m["namenode"] = pid
 		case argv[1] == "datanode" && filepath.Dir(arg("-dir")) == lc.dir:
 			m[filepath.Base(arg("-dir"))] = pid
+		case argv[1] == "mr" && argv[2] == "taskserver" && strings.HasPrefix(arg("-token-file"), lc.dir+"/"):
+			m["taskserver "+arg("-listen")] = pid
 		}
 	}
 	return m

@@ -63,6 +63,8 @@ or 'plasma cluster down'; a member that dies is reported and restarted with
 backoff. With -detach a background supervisor does this (its log: DIR/cluster.log).
 With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
 like the others: restarted if it dies, unmounted when the cluster stops.
+A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
+too; the client configuration names them, so 'plasma mr run' uses them.
 Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
 	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
 	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
@@ -79,6 +81,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
 	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
 	mountOpts := f.String("mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
+	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -206,7 +209,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
-	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 66), restart: make(chan *member), done: make(chan struct{})}
+	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
 		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey}
 	if *relaxed {
@@ -221,6 +224,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		sv.stop()
 		return fmt.Errorf("namenode did not start (see %s): %w", nn.log, err)
 	}
+	var dnAddrs []string
 	for i := 1; i <= *n; i++ {
 		addr, err := freePort()
 		if err != nil {
@@ -232,6 +236,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			sv.stop()
 			return err
 		}
+		dnAddrs = append(dnAddrs, addr)
 		dn := sv.add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr,
 			"-security", *dataSecFlag, "-namenode-security", *secFlag, "-credential", dnCred, "-ticket-key", ticketKey})
 		if err := sv.start(dn); err != nil {
@@ -244,7 +249,19 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		sv.stop()
 		return fmt.Errorf("%w (see the logs in %s)", err, *dir)
 	}
-	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred}})
+	var tsAddrs []string
+	tsToken := ""
+	if *tsSlots > 0 {
+		if tsToken, err = taskServerToken(secDir); err == nil {
+			tsAddrs, err = taskServerAddrs(*n)
+		}
+		if err != nil {
+			sv.stop()
+			return err
+		}
+	}
+	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
+		TaskServers: tsAddrs, TaskServerToken: tsToken}})
 	if err := writePrivate(filepath.Join(*dir, "client.conf"), []byte(conf)); err != nil {
 		sv.stop()
 		return err
@@ -256,6 +273,10 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
+	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsToken, *tsSlots); err != nil {
+		sv.stop()
+		return err
+	}
 	if mountPoint != "" {
 		if err := sv.startMount(ctx, mountPoint, *mountOpts, *name); err != nil {
 			sv.stop()
@@ -263,6 +284,9 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		}
 	}
 	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", *name, *nnAddr, *n, bs, *dir)
+	if len(tsAddrs) > 0 {
+		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", *tsSlots, strings.Join(tsAddrs, " "))
+	}
 	if mountPoint != "" {
 		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", mountPoint, filepath.Join(*dir, "mount.log"))
 	}
@@ -506,13 +530,14 @@ func (sv *supervisor) after(m *member) {
 }
 
 // stop stops every member with SIGTERM, and SIGKILL for those still
-// running after 20 seconds: first the mount, which unmounts and commits
+// running after 20 seconds: first the mount and the task servers (clients
+// of the others); the mount unmounts and commits
 // what its open files hold (it needs the namenode and datanodes for that),
 // then the datanodes and the namenode.
 func (sv *supervisor) stop() {
 	close(sv.done)
-	sv.stopMembers(func(m *member) bool { return m.kind == "mount" })
-	sv.stopMembers(func(m *member) bool { return m.kind != "mount" })
+	sv.stopMembers(func(m *member) bool { return m.kind == "mount" || m.kind == "taskserver" })
+	sv.stopMembers(func(m *member) bool { return m.kind != "mount" && m.kind != "taskserver" })
 	for _, m := range sv.members {
 		if m.cleanup != nil {
 			m.cleanup()

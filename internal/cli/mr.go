@@ -29,7 +29,10 @@ at all: one file part-NNNNN per partition. Intermediate files go to WORK/JOBID a
 the end; LOG/JOBID gets the report and the standard error of every attempt that wrote some or
 failed. Options override the job file's keys (input, output, work, log, map, reduce, partitions,
 split_size, sort_buffer, max_attempts, rep, output_rep, taskservers, local_slots, keep_work).
-Without task servers the tasks run in this process. Exit status 1 if the job failed.`, true)
+Without -taskserver or the job file's taskservers, the task servers that the client
+configuration names for the cluster ('plasma cluster up' starts one beside each datanode and
+writes them there, with their token file) run the tasks; with none there, or with -local, the
+tasks run in this process. Exit status 1 if the job failed.`, true)
 	var j mapred.Job
 	set := map[string]bool{}
 	str := func(p *string, name, usage string) {
@@ -52,6 +55,7 @@ Without task servers the tasks run in this process. Exit status 1 if the job fai
 	var servers multiFlag
 	f.Var(&servers, "taskserver", "task server `host:port` (repeatable; replaces the job file's)")
 	keep := f.Bool("keep-work", false, "keep the intermediate files")
+	local := f.Bool("local", false, "run the tasks in this process, not on the cluster's task servers")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding the task servers' token (default $PLASMAMR_TOKEN_FILE)")
 	quiet := f.Bool("q", false, "print only the report")
 	if err := f.parse(args); err != nil {
@@ -95,6 +99,23 @@ Without task servers the tasks run in this process. Exit status 1 if the job fai
 	if *keep {
 		j.KeepWork = true
 	}
+	auto := false // the task servers come from the client configuration
+	if *local {
+		j.TaskServers = nil
+	} else if len(j.TaskServers) == 0 && len(f.namenodes) == 0 && os.Getenv("PLASMAFS_NAMENODES") == "" {
+		cluster := f.cluster
+		if cluster == "" {
+			cluster = os.Getenv("PLASMAFS_CLUSTER")
+		}
+		ts, tf, err := clusterTaskServers(cluster)
+		if err != nil {
+			return err
+		}
+		j.TaskServers, auto = ts, true
+		if len(ts) > 0 && *tokenFile == "" {
+			*tokenFile = tf
+		}
+	}
 	j.Defaults()
 	if err := j.Validate(); err != nil {
 		return usagef("%v", err)
@@ -114,10 +135,19 @@ Without task servers the tasks run in this process. Exit status 1 if the job fai
 	}
 	for _, a := range j.TaskServers {
 		r, err := mapred.Dial(ctx, a, token)
+		if err != nil && auto {
+			// One of the cluster's task servers may be restarting:
+			// the others do the job.
+			fmt.Fprintf(stderr, "plasma mr run: %v (not used)\n", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		opt.Runners = append(opt.Runners, r)
+	}
+	if auto && len(j.TaskServers) > 0 && len(opt.Runners) == 0 {
+		return fmt.Errorf("none of the cluster's %d task servers answers (use -local to run the tasks here)", len(j.TaskServers))
 	}
 	rep, err := mapred.Run(ctx, c, j, opt)
 	if rep != nil {

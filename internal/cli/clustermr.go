@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+// The MapReduce task servers of a 'plasma cluster up' cluster: one
+// 'plasma mr taskserver' beside each datanode (tsN paired with dnN),
+// supervised like the other members. Their addresses and the token file
+// go into the cluster's client configuration, where 'plasma mr run' finds
+// them.
+
+// taskServerToken returns the cluster's task server token file
+// (SECRETS/mr-taskserver.token, 0600), created with a random token if
+// missing.
+func taskServerToken(secDir string) (string, error) {
+	p := filepath.Join(secDir, "mr-taskserver.token")
+	if t, err := readToken(p); err == nil && t != "" {
+		return p, nil
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return p, writePrivate(p, []byte(hex.EncodeToString(b[:])+"\n"))
+}
+
+// taskServerAddrs picks a listening address for each of n task servers
+// (kept across their restarts).
+func taskServerAddrs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		a, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// startTaskServers adds task server tsI paired with datanode dnAddrs[I-1]
+// listening at addrs[I-1], with the cluster's client configuration, and
+// waits until each listens.
+func (sv *supervisor) startTaskServers(ctx context.Context, dnAddrs, addrs []string, tokenFile string, slots int) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PLASMAFS_") && !strings.HasPrefix(kv, "PLASMAMR_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PLASMAFS_CONFIG="+filepath.Join(sv.dir, "client.conf"))
+	var ms []*member
+	for i, a := range addrs {
+		m := sv.add(fmt.Sprintf("ts%d", i+1), "taskserver", []string{"mr", "taskserver", "-listen", a, "-datanode", dnAddrs[i],
+			"-slots", strconv.Itoa(slots), "-token-file", tokenFile})
+		m.env = env
+		if err := sv.start(m); err != nil {
+			return err
+		}
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		if err := sv.waitListening(ctx, m.args[3]); err != nil {
+			return fmt.Errorf("%s did not start (see %s): %w", m, m.log, err)
+		}
+	}
+	return nil
+}
+
+// clusterTaskServers returns the task servers and token file that the
+// client configuration names for cluster ("" for the file's first), if
+// any.
+func clusterTaskServers(cluster string) (servers []string, tokenFile string, err error) {
+	b, err := os.ReadFile(client.ConfigFile())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, "", nil
+		}
+		return nil, "", err
+	}
+	es, err := client.ParseConfigFile(string(b))
+	if err != nil {
+		return nil, "", err
+	}
+	for _, e := range es {
+		if cluster == "" || e.Name == cluster {
+			return e.TaskServers, e.TaskServerToken, nil
+		}
+	}
+	return nil, "", nil
+}
