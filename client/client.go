@@ -292,6 +292,7 @@ type Stats struct {
 	Commits  uint64            // transactions committed
 	Batches  uint64            // store transactions (group commits)
 	PerOp    map[string]uint64 // requests per operation
+	CPU      time.Duration     // CPU time the namenode process used (user + system)
 }
 
 // NamenodeStats returns the namenode's request counters.
@@ -304,7 +305,12 @@ func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
 		return Stats{}, fmt.Errorf("namenode returned %d counters", len(r.Counters))
 	}
 	s := Stats{Requests: r.Counters[0], Commits: r.Counters[1], Batches: r.Counters[2], PerOp: map[string]uint64{}}
-	for i, v := range r.Counters[3:] {
+	ops := r.Counters[3:]
+	if len(ops) > wire.NumOps {
+		s.CPU = time.Duration(ops[wire.NumOps])
+		ops = ops[:wire.NumOps]
+	}
+	for i, v := range ops {
 		if v != 0 {
 			s.PerOp[wire.Op(i).String()] = v
 		}

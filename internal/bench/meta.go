@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/plasmafs/plasma/client"
@@ -243,6 +244,8 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 		dir := fmt.Sprintf("%s/p%d", base, p)
 		setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, dir, 0); return err })
 		var seq atomic.Int64
+		nn0, _ := setup.NamenodeStats(ctx)
+		self0 := selfCPU()
 		d := client.Durable
 		if o.Mode == "async" {
 			d = client.Async
@@ -255,6 +258,11 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 		if err != nil {
 			return nil, err
 		}
+		nn1, _ := setup.NamenodeStats(ctx)
+		ops := float64(p * o.N)
+		nnCPU := float64((nn1.CPU - nn0.CPU).Microseconds()) / ops
+		clCPU := float64((selfCPU() - self0).Microseconds()) / ops
+		cpuNote := fmt.Sprintf("CPU %.0f µs/op (namenode %.0f, clients %.0f)", nnCPU+clCPU, nnCPU, clCPU)
 		ref, err := sqliteCommits(o.DBDir, p, o.N, o.Mode != "durable")
 		if err != nil {
 			return nil, err
@@ -266,7 +274,7 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 			seed = "362 commits/s sustained (550 peak)"
 		}
 		rep.add(Result{Name: fmt.Sprintf("create+commit %s, %d clients", o.Mode, p), Unit: "commits/s", Ours: rate,
-			RefName: fmt.Sprintf("raw SQLite create-shaped commits (3 rows), %d writers", p), Ref: ref, Seed: seed})
+			RefName: fmt.Sprintf("raw SQLite create-shaped commits (3 rows), %d writers", p), Ref: ref, Seed: seed, Note: cpuNote})
 	}
 	return rep, nil
 }
@@ -321,4 +329,14 @@ func sqliteCommits(dir string, p, n int, relaxed bool) (float64, error) {
 		}
 		return err
 	})
+}
+
+// selfCPU is this process's CPU time (user + system): the benchmark's
+// clients.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

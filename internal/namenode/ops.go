@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
@@ -121,6 +122,11 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		out := []uint64{n.requests.Load(), n.commits.Load(), n.batches.Load()}
 		for i := range n.perOp {
 			out = append(out, n.perOp[i].Load())
+		}
+		// Then the namenode process's CPU time (user + system), in ns.
+		var ru syscall.Rusage
+		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+			out = append(out, uint64(ru.Utime.Nano()+ru.Stime.Nano()))
 		}
 		return &wire.Response{Counters: out}, nil
 	case wire.OpNodes:
