@@ -17,7 +17,7 @@ type Job struct {
 	Input  string // PlasmaFS directory whose regular files are the input (text lines)
 	Output string // PlasmaFS directory the output appears as; must not exist
 	Work   string // PlasmaFS directory for intermediate files (created if missing)
-	Log    string // PlasmaFS directory for the report and task logs (created if missing)
+	Log    string // PlasmaFS directory for the report, task logs and job status (created if missing; default DefaultLog)
 
 	// Map and Reduce are shell commands (run with sh -c) reading records
 	// on stdin and writing "key TAB value" lines on stdout. An empty Reduce
@@ -45,6 +45,9 @@ type Job struct {
 func (j *Job) Defaults() {
 	if j.Name == "" {
 		j.Name = "job"
+	}
+	if j.Log == "" {
+		j.Log = DefaultLog
 	}
 	if j.Partitions == 0 {
 		j.Partitions = 4

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -67,7 +68,7 @@ type Report struct {
 	JobID, Name                string
 	Input, Output, Work, Log   string
 	Runners                    []string
-	Status                     string // "successful" or "failed"
+	Status                     string // "successful", "failed" or "killed"
 	Error                      string
 	MapTasks, ReduceTasks      int
 	SuccessfulTasks            int
@@ -273,6 +274,9 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	start := time.Now()
 	id := newJobID()
 	dir := path.Join(j.Work, id)
+	// A kill request ('plasma mr kill') cancels ctx with ErrKilled.
+	ctx, kill := context.WithCancelCause(ctx)
+	defer kill(nil)
 	rep := &Report{JobID: id, Name: j.Name, Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log}
 	for _, r := range runners {
 		w := r.Worker()
@@ -292,6 +296,9 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 		return nil, fmt.Errorf("input %s is not a directory", j.Input)
 	}
 	logf("Job %s (%s): planning", id, j.Name)
+	host, _ := os.Hostname()
+	st := &Status{JobID: id, Name: j.Name, State: StateRunning, Phase: "planning", Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log,
+		ReduceTasks: j.Partitions, Host: host, PID: os.Getpid(), Started: start}
 	err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 		if _, err := tx.MkdirAll(ctx, j.Work, 0o755); err != nil {
 			return err
@@ -302,18 +309,25 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 		if _, err := tx.Mkdir(ctx, dir, 0o700); err != nil {
 			return err
 		}
-		_, err := tx.Mkdir(ctx, dir+"/tmp", 0o700)
-		return err
+		if _, err := tx.Mkdir(ctx, dir+"/tmp", 0o700); err != nil {
+			return err
+		}
+		if _, err := tx.Mkdir(ctx, path.Join(j.Log, id), 0o755); err != nil {
+			return err
+		}
+		return writeStatus(ctx, tx, st)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("work directory: %w", err)
 	}
 	rep.JobCommits++
+	var mu sync.Mutex // guards rep and st while phases run
+	stopMonitor := monitor(ctx, c, kill, &mu, rep, st)
 	ptx, _ := c.Begin(ctx)
 	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize)
 	ptx.Abort(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("planning: %w", err)
+		err = fmt.Errorf("planning: %w", err)
 	}
 	if bs == 0 {
 		if st, err := c.FsStat(ctx); err == nil {
@@ -321,6 +335,9 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 		}
 	}
 	rep.MapTasks, rep.ReduceTasks = len(splits), j.Partitions
+	mu.Lock()
+	st.MapTasks = len(splits)
+	mu.Unlock()
 
 	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs}
 	var maps []*taskState
@@ -330,10 +347,8 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
 		maps = append(maps, &taskState{t: t, node: s.Node})
 	}
-	logf("Starting %d map tasks on %d runners", len(maps), len(runners))
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex // guards rep while phases run
 	var area, busy float64
 	dead := map[string]bool{} // runners that died in an earlier phase
 	phase := func(tasks []*taskState) error {
@@ -385,7 +400,16 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 		}
 		return s.err
 	}
-	err = phase(maps)
+	setPhase := func(p string) {
+		mu.Lock()
+		st.Phase = p
+		mu.Unlock()
+	}
+	if err == nil {
+		logf("Starting %d map tasks on %d runners", len(maps), len(runners))
+		setPhase("map")
+		err = phase(maps)
+	}
 	var reduces []*taskState
 	if err == nil {
 		var outs []string
@@ -398,9 +422,11 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 			reduces = append(reduces, &taskState{t: t})
 		}
 		logf("Map phase done; starting %d reduce tasks", len(reduces))
+		setPhase("reduce")
 		err = phase(reduces)
 	}
 	if err == nil {
+		setPhase("commit")
 		// The output appears whole, in one transaction.
 		err = c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			out := dir + "/output"
@@ -421,11 +447,16 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 			rep.JobCommits++
 		}
 	}
+	stopMonitor()
 	rep.Wallclock = time.Since(start)
 	if busy > 0 {
 		rep.AvgRunningTasks = area / busy
 	}
-	if err != nil {
+	if err != nil && errors.Is(context.Cause(ctx), ErrKilled) {
+		err = ErrKilled
+		rep.Status, rep.Error = StateKilled, err.Error()
+		logf("Job killed")
+	} else if err != nil {
 		rep.Status, rep.Error = "failed", err.Error()
 		logf("Job failed: %v", err)
 	} else {
@@ -446,7 +477,9 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	if stats1, serr := c.NamenodeStats(cctx); serr == nil {
 		rep.NamenodeCommits = stats1.Commits - stats0.Commits + 1
 	}
-	if lerr := writeLogs(cctx, c, j.Log, rep); lerr != nil {
+	st.State, st.Phase, st.Error = rep.Status, "done", rep.Error
+	st.MapsDone, st.ReducesDone, st.FailedAttempts = doneTasks(rep)
+	if lerr := writeLogs(cctx, c, j.Log, rep, st); lerr != nil {
 		logf("Writing logs to %s: %v", j.Log, lerr)
 		rep.JobCommits--
 	}
@@ -565,7 +598,7 @@ func removeTree(ctx context.Context, c *client.Client, dir string) error {
 
 // writeLogs writes LOG/JOBID/report and the standard error of every
 // attempt that failed or wrote any, in one transaction.
-func writeLogs(ctx context.Context, c *client.Client, logDir string, rep *Report) error {
+func writeLogs(ctx context.Context, c *client.Client, logDir string, rep *Report, st *Status) error {
 	atts := append([]Attempt(nil), rep.Attempts...)
 	sort.Slice(atts, func(i, j int) bool {
 		if atts[i].Task != atts[j].Task {
@@ -589,6 +622,9 @@ func writeLogs(ctx context.Context, c *client.Client, logDir string, rep *Report
 			return f.Close()
 		}
 		if err := write("report", rep.Text()); err != nil {
+			return err
+		}
+		if err := writeStatus(ctx, tx, st); err != nil {
 			return err
 		}
 		for _, a := range atts {
