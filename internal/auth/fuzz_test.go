@@ -8,6 +8,7 @@ import (
 func FuzzOpenTicket(f *testing.F) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	f.Add((&Ticket{Tag: 1, Node: 2, Start: 3, Count: 4, Write: true, Expiry: 5}).Seal(key))
+	f.Add((&Ticket{Tag: 1, Node: 2, Start: 3, Count: 4, Expiry: 5, Gen: 6 << 32}).Seal(key))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tk, err := OpenTicket(key, b)

@@ -125,14 +125,14 @@ func InitSecrets(dir, cluster string) (*Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	for name, data := range map[string][]byte{
-		caCertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		caKeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
-		ticketFile: tk,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, err
-		}
+	// Durable before they are used, the CA key last: its presence marks
+	// the directory as holding secrets.
+	if err := writeFilesDurably(dir, 0o600,
+		fileData{caCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		fileData{ticketFile, tk},
+		fileData{caKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})},
+	); err != nil {
+		return nil, err
 	}
 	return &Secrets{Cluster: cluster, CACert: cert, CAKey: key, TicketKey: tk}, nil
 }

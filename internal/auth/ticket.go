@@ -14,6 +14,16 @@ import (
 // which check it without asking the namenode. Tag identifies the
 // transaction: when the transaction ends, the namenode tells the datanodes
 // to refuse its tag.
+//
+// Gen is a block generation (the namenode's allocation counter, which only
+// grows, across its restarts too). A write ticket carries the generation of
+// its allocation and a datanode stores it with each block written; a read
+// ticket carries the namenode's generation when it was issued. A datanode
+// refuses a write of a block holding a newer generation and a read of one
+// holding a generation newer than the ticket's: once a freed block's next
+// owner has written it, no ticket issued before that allocation opens it,
+// whether or not the datanode learnt of the revocation (restarts of either
+// side forget revocations).
 type Ticket struct {
 	Tag    uint64
 	Node   uint32
@@ -21,9 +31,13 @@ type Ticket struct {
 	Count  uint64
 	Write  bool
 	Expiry int64 // unix seconds
+	Gen    uint64
 }
 
-const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 16
+// Wire form: the fields in this order (little-endian), then the first 16
+// bytes of the HMAC-SHA256 of all of them. Expiry stays at offset 29 (see
+// TicketExpiry).
+const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 16
 
 func (t *Ticket) body() []byte {
 	b := make([]byte, 0, ticketLen)
@@ -36,7 +50,8 @@ func (t *Ticket) body() []byte {
 	} else {
 		b = append(b, 0)
 	}
-	return binary.LittleEndian.AppendUint64(b, uint64(t.Expiry))
+	b = binary.LittleEndian.AppendUint64(b, uint64(t.Expiry))
+	return binary.LittleEndian.AppendUint64(b, t.Gen)
 }
 
 // Seal returns the ticket's wire form, MACed with key.
@@ -53,6 +68,9 @@ var (
 	ErrTicketExpired = errors.New("ticket expired")
 	ErrTicketRange   = errors.New("ticket does not cover this request")
 	ErrTicketRevoked = errors.New("ticket's transaction has ended")
+	// ErrTicketStale: the block holds a newer generation than the ticket
+	// (it was freed and reallocated after the ticket was issued).
+	ErrTicketStale = errors.New("ticket is older than the block (freed and reallocated since it was issued)")
 )
 
 // OpenTicket checks the MAC of a wire ticket and decodes it.
@@ -72,6 +90,7 @@ func OpenTicket(key, b []byte) (*Ticket, error) {
 		Count:  binary.LittleEndian.Uint64(b[20:]),
 		Write:  b[28] == 1,
 		Expiry: int64(binary.LittleEndian.Uint64(b[29:])),
+		Gen:    binary.LittleEndian.Uint64(b[37:]),
 	}
 	return t, nil
 }

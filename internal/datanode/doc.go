@@ -6,5 +6,7 @@
 // commit that references them).
 //
 // A volume directory holds "config" (identity, cluster, blocksize, size),
-// "data" (all blocks, preallocated) and "crc" (one CRC32C per block).
+// "data" (all blocks, preallocated), "crc" (one CRC32C per block, bound to
+// the block's generation) and "gen" (the generation of the ticket that last
+// wrote each block; see BlockStore).
 package datanode

@@ -102,7 +102,7 @@ func (s *Server) serveLocalConn(c *net.UnixConn, ro *os.File) {
 		if _, err := io.ReadFull(c, ticket); err != nil {
 			return
 		}
-		if err := s.checkTicket(ticket, block, 1, true); err != nil {
+		if _, err := s.checkTicket(ticket, block, 1, true); err != nil {
 			c.Write([]byte(fmt.Sprintf("%cwritable block file refused: %v", LocalRefused, err)))
 			return
 		}

@@ -344,28 +344,33 @@ func (s *Server) revoke(tags []uint64) {
 	}
 }
 
-// checkTicket verifies the ticket of a request for count blocks from block.
-func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) error {
+// checkTicket verifies the ticket of a request for count blocks from block
+// and returns its generation, which the block store checks against the
+// blocks' (NoTicket without a ticket key).
+func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) (uint64, error) {
 	if s.cfg.TicketKey == nil {
-		return nil
+		return NoTicket, nil
 	}
 	if len(raw) == 0 {
-		return errors.New("request without a ticket refused")
+		return 0, errors.New("request without a ticket refused")
 	}
 	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
-		return err
+		return 0, err
 	}
 	s.revMu.Lock()
 	_, dead := s.revoked[t.Tag]
 	s.revMu.Unlock()
 	if dead {
-		return auth.ErrTicketRevoked
+		return 0, auth.ErrTicketRevoked
 	}
-	return nil
+	if t.Gen == NoTicket {
+		return 0, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
+	}
+	return t.Gen, nil
 }
 
 // Close stops serving.
@@ -481,13 +486,14 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		var payload []byte
 		bufp := j.bufp
 		var terr error
+		var gen uint64 // the ticket's generation
 		switch q.Op {
 		case wire.DataWrite, wire.DataAdopt:
-			terr = s.checkTicket(q.Ticket, q.Block, 1, true)
+			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, true)
 		case wire.DataRead:
-			terr = s.checkTicket(q.Ticket, q.Block, 1, false)
+			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, false)
 		case wire.DataVerify:
-			terr = s.checkTicket(q.Ticket, q.Block, uint64(q.Count), false)
+			gen, terr = s.checkTicket(q.Ticket, q.Block, uint64(q.Count), false)
 		}
 		if terr != nil {
 			resp = wire.DataResp{Status: wire.ErrCodePerm, Msg: fmt.Sprintf("datanode %s: %v", s.store.Config.Identity, terr)}
@@ -495,12 +501,12 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		}
 		switch q.Op {
 		case wire.DataWrite:
-			if err := s.writeChain(&next, q, (*bufp)[:q.Length]); err != nil {
+			if err := s.writeChain(&next, q, (*bufp)[:q.Length], gen); err != nil {
 				resp = errResp(err)
 			}
 		case wire.DataAdopt:
 			bufp = s.bufs.Get().(*[]byte)
-			err := s.store.Adopt(q.Block, q.CRC, *bufp)
+			err := s.store.Adopt(q.Block, q.CRC, gen, *bufp)
 			if err == nil && len(q.Chain) > 0 {
 				err = s.forward(&next, q, *bufp)
 			}
@@ -509,7 +515,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			}
 		case wire.DataRead:
 			bufp = s.bufs.Get().(*[]byte)
-			crc, err := s.store.Read(q.Block, *bufp)
+			crc, err := s.store.Read(q.Block, *bufp, gen)
 			if err != nil {
 				resp = errResp(err)
 			} else {
@@ -526,7 +532,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 				resp = wire.DataResp{Status: wire.ErrCodeInvalid, Msg: fmt.Sprintf("verify of %d blocks: at most %d per request", q.Count, wire.MaxVerify)}
 				break
 			}
-			bad, crcs, err := s.store.Verify(q.Block, uint64(q.Count))
+			bad, crcs, err := s.store.Verify(q.Block, uint64(q.Count), gen)
 			if err != nil {
 				resp = errResp(err)
 			}
@@ -556,21 +562,25 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 
 func errResp(err error) wire.DataResp {
 	code := wire.ErrCodeInternal
-	if errors.Is(err, ErrChecksum) {
+	switch {
+	case errors.Is(err, ErrChecksum):
 		code = wire.ErrCodeInvalid
+	case errors.Is(err, auth.ErrTicketStale):
+		code = wire.ErrCodePerm
 	}
 	return wire.DataResp{Status: code, Msg: err.Error()}
 }
 
-// writeChain stores data locally and, at the same time, forwards it to the
-// next datanode of the chain; it succeeds only if both succeed.
-func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte) error {
+// writeChain stores data locally (as generation gen) and, at the same
+// time, forwards it to the next datanode of the chain (which checks the
+// generation of its own ticket); it succeeds only if both succeed.
+func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte, gen uint64) error {
 	if len(q.Chain) == 0 {
-		return s.store.Write(q.Block, data, q.CRC)
+		return s.store.Write(q.Block, data, q.CRC, gen)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.forward(next, q, data) }()
-	lerr := s.store.Write(q.Block, data, q.CRC)
+	lerr := s.store.Write(q.Block, data, q.CRC, gen)
 	return errors.Join(lerr, <-errc)
 }
 

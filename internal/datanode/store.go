@@ -12,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plasmafs/plasma/internal/auth"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -57,8 +60,9 @@ const (
 	PreallocFallocate
 )
 
-// Init creates a volume in dir: a new identity, the config file and a
-// preallocated data file of size bytes (rounded down to whole blocks).
+// Init creates a volume in dir: a new identity, the config file, a
+// preallocated data file of size bytes (rounded down to whole blocks), and
+// the crc and gen files (4 and 8 bytes per block).
 func Init(dir, cluster string, blocksize uint32, size int64) (*VolumeConfig, error) {
 	return InitWith(dir, cluster, blocksize, size, PreallocZero)
 }
@@ -81,6 +85,11 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// The volume directory may be new: its entry must survive a power cut
+	// like the files in it (writeConfig syncs the directory itself).
+	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		return nil, err
+	}
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return nil, err
@@ -89,7 +98,7 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	for _, f := range []struct {
 		name string
 		size int64
-	}{{"data", int64(blocks) * int64(blocksize)}, {"crc", int64(blocks) * 4}} {
+	}{{"data", int64(blocks) * int64(blocksize)}, {"crc", int64(blocks) * 4}, {"gen", int64(blocks) * 8}} {
 		fh, err := os.OpenFile(filepath.Join(dir, f.name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return nil, err
@@ -161,18 +170,62 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// BlockStore is one volume's blocks and checksums. Safe for concurrent use.
+// BlockStore is one volume's blocks, checksums and generations. Safe for
+// concurrent use.
+//
+// A block's generation is the one of the write ticket that last wrote it
+// (0: never written with a ticket, or written before volumes had
+// generations). A write with an older generation is refused, and so is a
+// read with a ticket older than the block: see auth.Ticket. Generations
+// are kept in the file gen (8 bytes per block, little-endian), made
+// durable with the block by Sync.
+//
+// Torn writes: the crc file holds each block's CRC32C XOR genMix(its
+// generation), so the checksum entry and the generation entry, which sit
+// in two files written back independently, only verify together. After a
+// power cut that kept a block's new data and checksum but lost its new
+// generation, the block fails its checksum instead of being readable with
+// a ticket from before its new owner's allocation. genMix(0) is 0: the crc
+// file of a volume from before generations is valid as it is.
 type BlockStore struct {
 	Config VolumeConfig
 	cfgMu  sync.Mutex // serialises config rewrites
 	data   *os.File
 	crcf   *os.File
+	genf   *os.File
 	mu     sync.RWMutex
-	crcs   []uint32
+	crcs   []uint32 // CRC32C of each block (not XORed)
+	gens   []uint64
+	// genDirty: gen was written since the last Sync began.
+	genDirty atomic.Bool
+	// Writes of one block are serialised (the generation check, the data
+	// and the checksum go together); blocks share stripes.
+	stripes [64]sync.Mutex
 }
+
+// NoTicket, as the generation of a write, stores the block without
+// checking or changing its generation; as the generation of a read, allows
+// any. Datanodes without a ticket key (security level none) use it.
+const NoTicket = ^uint64(0)
 
 // ErrChecksum reports a block whose content does not match its checksum.
 var ErrChecksum = errors.New("checksum mismatch")
+
+// genMix spreads a generation over 32 bits, for binding the checksum entry
+// to the generation entry (genMix(0) = 0).
+func genMix(g uint64) uint32 {
+	h := g * 0x9e3779b97f4a7c15
+	return uint32(h ^ h>>32)
+}
+
+func (s *BlockStore) stripe(block uint64) *sync.Mutex {
+	return &s.stripes[block%uint64(len(s.stripes))]
+}
+
+// staleError reports a request whose ticket is older than a block.
+func staleError(block, stored, ticket uint64) error {
+	return fmt.Errorf("%w: block %d holds generation %#x, the ticket %#x", auth.ErrTicketStale, block, stored, ticket)
+}
 
 // OpenBlockStore opens the volume in dir. A damaged volume (config
 // unreadable, data or crc file missing or shorter than the config says) is
@@ -193,13 +246,23 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		s.Config.Blocks == 0 || s.Config.Blocks > math.MaxInt64/uint64(s.Config.Blocksize):
 		return nil, fmt.Errorf("%s/config is corrupt: identity %q, %d blocks of %d bytes", dir, s.Config.Identity, s.Config.Blocks, s.Config.Blocksize)
 	}
-	dataPath, crcPath := filepath.Join(dir, "data"), filepath.Join(dir, "crc")
+	dataPath, crcPath, genPath := filepath.Join(dir, "data"), filepath.Join(dir, "crc"), filepath.Join(dir, "gen")
 	if s.data, err = os.OpenFile(dataPath, os.O_RDWR, 0); err != nil {
 		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
 	}
 	if s.crcf, err = os.OpenFile(crcPath, os.O_RDWR, 0); err != nil {
 		s.data.Close()
 		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
+	}
+	s.genf, err = os.OpenFile(genPath, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		// A volume made before blocks had generations: all are 0.
+		s.genf, err = createZeroed(dir, "gen", 8*int64(s.Config.Blocks))
+	}
+	if err != nil {
+		s.data.Close()
+		s.crcf.Close()
+		return nil, fmt.Errorf("datanode volume %s: %w", dir, err)
 	}
 	for _, f := range []struct {
 		path string
@@ -209,6 +272,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 	}{
 		{dataPath, s.data, int64(s.Config.Blocks) * int64(s.Config.Blocksize), fmt.Sprintf("%d blocks of %d bytes", s.Config.Blocks, s.Config.Blocksize)},
 		{crcPath, s.crcf, 4 * int64(s.Config.Blocks), fmt.Sprintf("checksums of %d blocks", s.Config.Blocks)},
+		{genPath, s.genf, 8 * int64(s.Config.Blocks), fmt.Sprintf("generations of %d blocks", s.Config.Blocks)},
 	} {
 		st, err := f.fh.Stat()
 		if err != nil {
@@ -225,11 +289,51 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		s.Close()
 		return nil, fmt.Errorf("%s: %w", crcPath, err)
 	}
+	s.gens = make([]uint64, s.Config.Blocks)
+	chunk := make([]byte, 8<<16)
+	for i := uint64(0); i < s.Config.Blocks; {
+		n := min(s.Config.Blocks-i, uint64(len(chunk)/8))
+		if _, err := s.genf.ReadAt(chunk[:8*n], int64(8*i)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", genPath, err)
+		}
+		for k := uint64(0); k < n; k++ {
+			s.gens[i+k] = binary.LittleEndian.Uint64(chunk[8*k:])
+		}
+		i += n
+	}
 	s.crcs = make([]uint32, s.Config.Blocks)
 	for i := range s.crcs {
-		s.crcs[i] = binary.LittleEndian.Uint32(raw[4*i:])
+		s.crcs[i] = binary.LittleEndian.Uint32(raw[4*i:]) ^ genMix(s.gens[i])
 	}
 	return s, nil
+}
+
+// createZeroed creates the file name in dir with size zero bytes, durably
+// (a temporary file, fsynced, renamed into place, the directory fsynced),
+// and opens it for reading and writing.
+func createZeroed(dir, name string, size int64) (*os.File, error) {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("create %s: %w", filepath.Join(dir, name), err)
+	}
+	return f, nil
 }
 
 // JoinNamespace checks the namespace id of the namenode the volume in dir
@@ -278,8 +382,11 @@ func (s *BlockStore) check(block uint64, count uint64) error {
 }
 
 // Write stores data (at most one block, zero-padded) as block and records
-// crc after checking it against the data.
-func (s *BlockStore) Write(block uint64, data []byte, crc uint32) error {
+// crc after checking it against the data. gen is the generation of the
+// writer's ticket: the write is refused (auth.ErrTicketStale) if the block
+// holds a newer one, and the block holds gen afterwards (NoTicket: neither
+// checked nor changed).
+func (s *BlockStore) Write(block uint64, data []byte, crc uint32, gen uint64) error {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
 		return err
@@ -290,6 +397,21 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32) error {
 	if got := Checksum(data, bs); got != crc {
 		return fmt.Errorf("%w: block %d received with CRC %08x, sender computed %08x", ErrChecksum, block, got, crc)
 	}
+	m := s.stripe(block)
+	m.Lock()
+	defer m.Unlock()
+	// The generation goes up before the data changes: a reader with an
+	// older ticket that checks it after reading cannot have read new data.
+	s.mu.Lock()
+	stored := s.gens[block]
+	if gen == NoTicket {
+		gen = stored
+	} else if gen < stored {
+		s.mu.Unlock()
+		return staleError(block, stored, gen)
+	}
+	s.gens[block] = gen
+	s.mu.Unlock()
 	off := int64(block) * int64(bs)
 	if _, err := s.data.WriteAt(data, off); err != nil {
 		return err
@@ -304,16 +426,28 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32) error {
 	// Start writeback now, so the fdatasync before commit finds little
 	// left to do and disk writes overlap the transfer.
 	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
-	return s.setCRC(block, crc)
+	return s.record(block, crc, gen)
 }
 
 // Adopt records crc for a block a local client wrote into the data file
 // itself, after checking the block's content against it, and reads the
-// block into buf (for forwarding).
-func (s *BlockStore) Adopt(block uint64, crc uint32, buf []byte) error {
+// block into buf (for forwarding). gen is checked and recorded as by
+// Write.
+func (s *BlockStore) Adopt(block uint64, crc uint32, gen uint64, buf []byte) error {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
 		return err
+	}
+	m := s.stripe(block)
+	m.Lock()
+	defer m.Unlock()
+	s.mu.RLock()
+	stored := s.gens[block]
+	s.mu.RUnlock()
+	if gen == NoTicket {
+		gen = stored
+	} else if gen < stored {
+		return staleError(block, stored, gen)
 	}
 	off := int64(block) * int64(bs)
 	if _, err := s.data.ReadAt(buf[:bs], off); err != nil {
@@ -323,24 +457,35 @@ func (s *BlockStore) Adopt(block uint64, crc uint32, buf []byte) error {
 		return fmt.Errorf("%w: block %d written locally reads as %08x, writer computed %08x", ErrChecksum, block, got, crc)
 	}
 	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
-	return s.setCRC(block, crc)
+	return s.record(block, crc, gen)
 }
 
-func (s *BlockStore) setCRC(block uint64, crc uint32) error {
+// record writes a block's checksum and generation entries, then makes
+// them current together. Called with the block's stripe held.
+func (s *BlockStore) record(block uint64, crc uint32, gen uint64) error {
+	var g [8]byte
+	binary.LittleEndian.PutUint64(g[:], gen)
+	s.genDirty.Store(true)
+	if _, err := s.genf.WriteAt(g[:], int64(block)*8); err != nil {
+		return err
+	}
 	var c [4]byte
-	binary.LittleEndian.PutUint32(c[:], crc)
+	binary.LittleEndian.PutUint32(c[:], crc^genMix(gen))
 	if _, err := s.crcf.WriteAt(c[:], int64(block)*4); err != nil {
 		return err
 	}
 	s.mu.Lock()
+	s.gens[block] = gen
 	s.crcs[block] = crc
 	s.mu.Unlock()
 	return nil
 }
 
 // Read reads block into buf (len ≥ blocksize), verifies it and returns its
-// checksum.
-func (s *BlockStore) Read(block uint64, buf []byte) (uint32, error) {
+// checksum. maxGen is the generation of the reader's ticket: a block
+// holding a newer one is refused (auth.ErrTicketStale); NoTicket allows
+// any.
+func (s *BlockStore) Read(block uint64, buf []byte, maxGen uint64) (uint32, error) {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
 		return 0, err
@@ -348,9 +493,15 @@ func (s *BlockStore) Read(block uint64, buf []byte) (uint32, error) {
 	if _, err := s.data.ReadAt(buf[:bs], int64(block)*int64(bs)); err != nil {
 		return 0, err
 	}
+	// Checked after reading: a writer raises the generation before it
+	// changes the data.
 	s.mu.RLock()
-	want := s.crcs[block]
+	want, gen := s.crcs[block], s.gens[block]
 	s.mu.RUnlock()
+	if gen > maxGen {
+		clear(buf[:bs])
+		return 0, staleError(block, gen, maxGen)
+	}
 	if got := crc32.Checksum(buf[:bs], castagnoli); got != want {
 		return 0, fmt.Errorf("%w: block %d of volume %s reads as %08x, stored checksum %08x", ErrChecksum, block, s.Config.Identity, got, want)
 	}
@@ -358,18 +509,28 @@ func (s *BlockStore) Read(block uint64, buf []byte) (uint32, error) {
 }
 
 // Verify checks count blocks from block and returns those that do not match
-// their checksums, and the stored checksums.
-func (s *BlockStore) Verify(block, count uint64) ([]uint64, []uint32, error) {
+// their checksums, and the stored checksums. maxGen is as for Read: the
+// whole request is refused if any block holds a newer generation.
+func (s *BlockStore) Verify(block, count, maxGen uint64) ([]uint64, []uint32, error) {
 	if err := s.check(block, count); err != nil {
 		return nil, nil, err
 	}
 	s.mu.RLock()
 	crcs := append([]uint32(nil), s.crcs[block:block+count]...)
+	var stale error
+	for b := block; b < block+count && stale == nil; b++ {
+		if s.gens[b] > maxGen {
+			stale = staleError(b, s.gens[b], maxGen)
+		}
+	}
 	s.mu.RUnlock()
+	if stale != nil {
+		return nil, nil, stale
+	}
 	buf := make([]byte, s.Config.Blocksize)
 	var bad []uint64
 	for b := block; b < block+count; b++ {
-		if _, err := s.Read(b, buf); err != nil {
+		if _, err := s.Read(b, buf, maxGen); err != nil {
 			if errors.Is(err, ErrChecksum) {
 				bad = append(bad, b)
 				continue
@@ -388,11 +549,20 @@ func (s *BlockStore) Sync() error {
 	if err := unix.Fdatasync(int(s.crcf.Fd())); err != nil {
 		return fmt.Errorf("fdatasync crc: %w", err)
 	}
+	if s.genDirty.Swap(false) {
+		if err := unix.Fdatasync(int(s.genf.Fd())); err != nil {
+			s.genDirty.Store(true)
+			return fmt.Errorf("fdatasync gen: %w", err)
+		}
+	}
 	return nil
 }
 
 // Close closes the volume files.
 func (s *BlockStore) Close() error {
 	s.data.Close()
+	if s.genf != nil {
+		s.genf.Close()
+	}
 	return s.crcf.Close()
 }

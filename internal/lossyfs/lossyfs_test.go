@@ -356,18 +356,14 @@ func TestBlockStore(t *testing.T) {
 	if _, err := datanode.InitWith(vol, "test", bs, 64*bs, datanode.PreallocFallocate); err != nil {
 		t.Fatal(err)
 	}
-	// datanode.Init renames its config file into place without fsyncing
-	// it first; make the fresh volume durable as a whole.
-	if err := m.fs.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	// InitWith makes the volume durable itself (no m.fs.Sync here).
 	st, err := datanode.OpenBlockStore(vol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	block := func(i int) []byte { return bytes.Repeat([]byte{byte(i + 1)}, bs-i) }
 	for i := 0; i < 4; i++ {
-		if err := st.Write(uint64(i), block(i), datanode.Checksum(block(i), bs)); err != nil {
+		if err := st.Write(uint64(i), block(i), datanode.Checksum(block(i), bs), uint64(i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -375,12 +371,12 @@ func TestBlockStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 4; i < 8; i++ {
-		if err := st.Write(uint64(i), block(i), datanode.Checksum(block(i), bs)); err != nil {
+		if err := st.Write(uint64(i), block(i), datanode.Checksum(block(i), bs), uint64(i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	buf := make([]byte, bs)
-	if _, err := st.Read(7, buf); err != nil {
+	if _, err := st.Read(7, buf, datanode.NoTicket); err != nil {
 		t.Fatalf("read of an unsynced block before the cut: %v", err)
 	}
 	st.Close()
@@ -390,7 +386,7 @@ func TestBlockStore(t *testing.T) {
 	}
 	defer st.Close()
 	for i := 0; i < 8; i++ {
-		_, err := st.Read(uint64(i), buf)
+		_, err := st.Read(uint64(i), buf, datanode.NoTicket)
 		synced := i < 4
 		if synced && (err != nil || !bytes.Equal(buf[:bs-i], block(i))) {
 			t.Errorf("synced block %d: err %v, content ok %v", i, err, bytes.Equal(buf[:bs-i], block(i)))

@@ -209,7 +209,7 @@ func New(cfg Config) (*Namenode, error) {
 	if _, ok := cfg.Store.(meta.Syncer); !ok {
 		return nil, errors.New("the metadata store cannot sync on demand (meta.Syncer)")
 	}
-	snap, err := cfg.Store.Load()
+	snap, err := loadStarting(cfg) // Store.Load, and this boot's block generations (gen.go)
 	if err != nil {
 		return nil, err
 	}

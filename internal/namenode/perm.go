@@ -116,16 +116,23 @@ func (n *Namenode) ticketed(tx *Txn, r *wire.Response) *wire.Response {
 	return r
 }
 
+// withTickets returns xs with a ticket for each replica: write tickets (for
+// blocks just allocated) carry a new generation, read tickets the current
+// one (see gen.go).
 func (n *Namenode) withTickets(tx *Txn, xs []wire.Extent, write bool) []wire.Extent {
 	if tx == nil || n.cfg.TicketKey == nil || len(xs) == 0 {
 		return xs
 	}
 	exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
+	gen := currentGen()
+	if write {
+		gen = newGen()
+	}
 	out := make([]wire.Extent, len(xs))
 	for i, x := range xs {
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
-			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp}
+			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp, Gen: gen}
 			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
 			if tx.ticketed == nil {
 				tx.ticketed = map[uint32]bool{}
