@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -284,4 +285,46 @@ func TestAllocationBounded(t *testing.T) {
 			t.Fatalf("failed allocation kept %d blocks while its transaction is open", after.UsedBlocks-before.UsedBlocks)
 		}
 	})
+}
+
+// TestWriteTicketDoesNotRead: blocks just allocated still hold what their
+// previous owner wrote; the write ticket that allocation hands out must not
+// read (or verify) them.
+func TestWriteTicketDoesNotRead(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	ctx := context.Background()
+	// A victim's file, deleted: its blocks go back to the allocator.
+	writeFile(t, admin, "/victim", bytes.Repeat([]byte("secret!!"), int(c.Opts.Blocksize)), 1)
+	if err := admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { return tx.Unlink(ctx, "/victim") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		_, err := tx.Mkdir(ctx, "/m", 0o777)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	credFile := c.IssueCredential("mallory", auth.RoleUser)
+	cred, err := auth.LoadCredential(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := rawAs(t, c, credFile)
+	ino := must(t, conn, &wire.Request{Op: wire.OpCreate, Txn: 1, Flags: wire.FlagBegin, Path: "/m/probe", Type: wire.TypeFile}).Attr.Ino
+	al := must(t, conn, &wire.Request{Op: wire.OpAllocate, Txn: 1, Ino: ino, Index: 0, Count: 8})
+	x := al.Extents[0]
+	dn := al.Nodes[0]
+	for _, n := range al.Nodes {
+		if n.ID == x.Replicas[0].Node {
+			dn = n
+		}
+	}
+	for _, op := range []wire.DataOp{wire.DataRead, wire.DataVerify} {
+		r := dataCall(t, dn.Addr, cred, &wire.DataReq{Op: op, Block: x.Replicas[0].Start, Count: 1, Ticket: x.Tickets[0]}, nil)
+		if r.Status == wire.OK {
+			t.Fatalf("%v of a freshly allocated block with its write ticket was allowed", op)
+		}
+	}
 }

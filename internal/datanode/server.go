@@ -361,6 +361,11 @@ func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) (uint6
 	if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
 		return 0, err
 	}
+	if !write && t.Write {
+		// Newly allocated blocks still hold what their last owner wrote:
+		// the ticket to fill them is no ticket to read them.
+		return 0, fmt.Errorf("%w: a write ticket does not allow reading", auth.ErrTicketRange)
+	}
 	s.revMu.Lock()
 	_, dead := s.revoked[t.Tag]
 	s.revMu.Unlock()
