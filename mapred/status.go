@@ -18,8 +18,9 @@ import (
 )
 
 // A job's state is kept in PlasmaFS, in LOG/JOBID/status: written by the
-// coordinator when the job starts, when a phase starts, at most every
-// StatusInterval while tasks finish, and when the job ends. 'plasma mr
+// coordinator when the job starts, when a phase starts (noticed within
+// KillPoll), at most every StatusInterval while tasks finish, and when the
+// job ends. 'plasma mr
 // kill' asks the coordinator to stop by creating LOG/JOBID/kill, which the
 // coordinator looks for every KillPoll; a job that is killed commits no
 // output and removes its work directory.
@@ -326,6 +327,9 @@ func monitor(ctx context.Context, c *client.Client, kill context.CancelCauseFunc
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	killFile := path.Join(st.Log, st.JobID, "kill")
+	mu.Lock()
+	phase := st.Phase
+	mu.Unlock()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(KillPoll)
@@ -344,13 +348,19 @@ func monitor(ctx context.Context, c *client.Client, kill context.CancelCauseFunc
 				kill(ErrKilled)
 				return
 			}
-			if time.Since(last) < StatusInterval {
+			mu.Lock()
+			newPhase := st.Phase != phase
+			mu.Unlock()
+			// A new phase is recorded at once, progress at most every
+			// StatusInterval.
+			if !newPhase && time.Since(last) < StatusInterval {
 				continue
 			}
 			mu.Lock()
 			st.MapsDone, st.ReducesDone, st.FailedAttempts = doneTasks(rep)
 			cp := *st
 			mu.Unlock()
+			phase = cp.Phase
 			cp.Updated = time.Time{}
 			if text := cp.Text(); text != written {
 				if err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { return writeStatus(ctx, tx, &cp) }); err == nil {
