@@ -230,6 +230,7 @@ func TestReadStopsWhenContextCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	xs, err := tx.Blocks(ctx, f.Ino())
+	xs = diskRuns(xs)
 	if err != nil || len(xs) < 2 || xs[1].Index != 128 || xs[1].Replicas[0].Addr == xs[0].Replicas[0].Addr {
 		t.Fatalf("blocks: %+v %v", xs, err)
 	}

@@ -64,7 +64,7 @@ func TestAllocatedRunAttachedOnce(t *testing.T) {
 	run := al.Extents[0].Replicas[0]
 	attach := func(ino, index uint64) *wire.Response {
 		r, err := conn.Call(ctx, &wire.Request{Op: wire.OpSetBlocks, Txn: 1, Ino: ino, Flags: wire.FlagSize, Size: 8 * bs,
-			Extents: []wire.Extent{{Index: index, Count: 1, CRC: []uint32{0}, Replicas: []wire.Run{run}}}})
+			Extents: []wire.Extent{{Index: index, Count: 1, CRC: []uint32{0}, Replicas: []wire.Run{run}, Gen: al.Extents[0].Gen}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +291,9 @@ func TestAllocationBounded(t *testing.T) {
 // previous owner wrote; the write ticket that allocation hands out must not
 // read (or verify) them.
 func TestWriteTicketDoesNotRead(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	// One datanode of 8 blocks: the probe's allocation can only take the
+	// deleted victim's blocks.
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1, Size: 8 * 64 << 10, NamenodeArgs: []string{"-user-alloc-limit", "100"}})
 	admin := c.Client(client.Config{})
 	defer admin.Close()
 	ctx := context.Background()
@@ -325,6 +327,20 @@ func TestWriteTicketDoesNotRead(t *testing.T) {
 		r := dataCall(t, dn.Addr, cred, &wire.DataReq{Op: op, Block: x.Replicas[0].Start, Count: 1, Ticket: x.Tickets[0]}, nil)
 		if r.Status == wire.OK {
 			t.Fatalf("%v of a freshly allocated block with its write ticket was allowed", op)
+		}
+	}
+	// Nor can the blocks be attached unwritten (with made-up checksums)
+	// and read through the file's read tickets.
+	x.Tickets = nil
+	x.CRC = make([]uint32, x.Count)
+	must(t, conn, &wire.Request{Op: wire.OpSetBlocks, Txn: 1, Ino: ino, Extents: []wire.Extent{x}, Flags: wire.FlagSize, Size: int64(x.Count) * c.Opts.Blocksize})
+	must(t, conn, &wire.Request{Op: wire.OpCommit, Txn: 1})
+	br := must(t, conn, &wire.Request{Op: wire.OpBlocks, Txn: 2, Flags: wire.FlagBegin, Ino: ino})
+	got := br.Extents[0]
+	for _, op := range []wire.DataOp{wire.DataRead, wire.DataVerify} {
+		r := dataCall(t, dn.Addr, cred, &wire.DataReq{Op: op, Block: got.Replicas[0].Start, Count: 1, Ticket: got.Tickets[0]}, nil)
+		if r.Status == wire.OK {
+			t.Fatalf("%v of blocks attached without being written was allowed (they hold a deleted file's data)", op)
 		}
 	}
 }

@@ -93,6 +93,7 @@ func TestBlockRunsAlternate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	xs = diskRuns(xs)
 	var prev string
 	for i, x := range xs {
 		if len(x.Replicas) != 1 {

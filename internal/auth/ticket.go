@@ -32,12 +32,17 @@ type Ticket struct {
 	Write  bool
 	Expiry int64 // unix seconds
 	Gen    uint64
+	// MinGen (read tickets): every block read must hold at least this
+	// generation, the one of the allocation that made it; a block
+	// attached to a file without being written (it still holds its
+	// previous owner's data, with an older generation) is refused.
+	MinGen uint64
 }
 
 // Wire form: the fields in this order (little-endian), then the first 16
 // bytes of the HMAC-SHA256 of all of them. Expiry stays at offset 29 (see
 // TicketExpiry).
-const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 16
+const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 16
 
 func (t *Ticket) body() []byte {
 	b := make([]byte, 0, ticketLen)
@@ -51,7 +56,8 @@ func (t *Ticket) body() []byte {
 		b = append(b, 0)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Expiry))
-	return binary.LittleEndian.AppendUint64(b, t.Gen)
+	b = binary.LittleEndian.AppendUint64(b, t.Gen)
+	return binary.LittleEndian.AppendUint64(b, t.MinGen)
 }
 
 // Seal returns the ticket's wire form, MACed with key.
@@ -91,6 +97,7 @@ func OpenTicket(key, b []byte) (*Ticket, error) {
 		Write:  b[28] == 1,
 		Expiry: int64(binary.LittleEndian.Uint64(b[29:])),
 		Gen:    binary.LittleEndian.Uint64(b[37:]),
+		MinGen: binary.LittleEndian.Uint64(b[45:]),
 	}
 	return t, nil
 }

@@ -348,34 +348,51 @@ func (s *Server) revoke(tags []uint64) {
 // and returns its generation, which the block store checks against the
 // blocks' (NoTicket without a ticket key).
 func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) (uint64, error) {
+	gen, _, err := s.checkTicketGens(raw, block, count, write)
+	return gen, err
+}
+
+// checkTicketGens checks a ticket and returns its generation and, for a
+// read ticket, the least generation the blocks must hold.
+func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (uint64, uint64, error) {
 	if s.cfg.TicketKey == nil {
-		return NoTicket, nil
+		return NoTicket, 0, nil
 	}
 	if len(raw) == 0 {
-		return 0, errors.New("request without a ticket refused")
+		return 0, 0, errors.New("request without a ticket refused")
 	}
 	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !write && t.Write {
 		// Newly allocated blocks still hold what their last owner wrote:
 		// the ticket to fill them is no ticket to read them.
-		return 0, fmt.Errorf("%w: a write ticket does not allow reading", auth.ErrTicketRange)
+		return 0, 0, fmt.Errorf("%w: a write ticket does not allow reading", auth.ErrTicketRange)
 	}
 	s.revMu.Lock()
 	_, dead := s.revoked[t.Tag]
 	s.revMu.Unlock()
 	if dead {
-		return 0, auth.ErrTicketRevoked
+		return 0, 0, auth.ErrTicketRevoked
 	}
 	if t.Gen == NoTicket {
-		return 0, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
+		return 0, 0, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
 	}
-	return t.Gen, nil
+	if !write {
+		for b := block; b < block+count; b++ {
+			// Generation 0: written without a ticket (level none, or
+			// before generations), so of unknown allocation: readable as
+			// before; blocks written under tickets are held to MinGen.
+			if g := s.store.Gen(b); g != 0 && g < t.MinGen {
+				return 0, 0, fmt.Errorf("%w: block %d was not written by the allocation the ticket names (generation %#x, the ticket needs %#x)", auth.ErrTicketRange, b, g, t.MinGen)
+			}
+		}
+	}
+	return t.Gen, t.MinGen, nil
 }
 
 // Close stops serving.

@@ -566,3 +566,13 @@ func (s *BlockStore) Close() error {
 	}
 	return s.crcf.Close()
 }
+
+// Gen returns block's generation (0 for a block out of range).
+func (s *BlockStore) Gen(block uint64) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if block >= uint64(len(s.gens)) {
+		return 0
+	}
+	return s.gens[block]
+}

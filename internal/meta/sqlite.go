@@ -37,6 +37,8 @@ var migrations = []string{
 	// The namespace id (one row, made by migrate): datanode volumes record
 	// it and refuse to join another namespace.
 	`CREATE TABLE namespace (id TEXT NOT NULL);`,
+	// The generation of the allocation that made an extent's blocks.
+	`ALTER TABLE extents ADD COLUMN gen INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SQL shared by SQLite and PostgreSQL; prepared once per store.
@@ -49,7 +51,7 @@ const (
 	sqlDelExtents = `DELETE FROM extents WHERE ino = $1`
 	sqlDelName    = `DELETE FROM names WHERE parent = $1 AND name = $2`
 	sqlPutName    = `INSERT INTO names VALUES ($1,$2,$3) ON CONFLICT (parent, name) DO UPDATE SET ino=excluded.ino`
-	sqlPutExtent  = `INSERT INTO extents VALUES ($1,$2,$3,$4,$5)`
+	sqlPutExtent  = `INSERT INTO extents (ino, idx, count, replicas, crcs, gen) VALUES ($1,$2,$3,$4,$5,$6)`
 	sqlPutNode    = `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
 )
 
@@ -373,7 +375,7 @@ func (s *SQLite) Load() (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load names: %w", err)
 	}
-	rows, err = s.db.Query(`SELECT ino, idx, count, replicas, crcs FROM extents ORDER BY ino, idx`)
+	rows, err = s.db.Query(`SELECT ino, idx, count, replicas, crcs, gen FROM extents ORDER BY ino, idx`)
 	if err != nil {
 		return nil, fmt.Errorf("load extents: %w", err)
 	}
@@ -381,7 +383,7 @@ func (s *SQLite) Load() (*Snapshot, error) {
 		var ino uint64
 		var x wire.Extent
 		var reps, crcs []byte
-		if err := rows.Scan(&ino, &x.Index, &x.Count, &reps, &crcs); err != nil {
+		if err := rows.Scan(&ino, &x.Index, &x.Count, &reps, &crcs, &x.Gen); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load extents: %w", err)
 		}
@@ -560,7 +562,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 				for _, c := range x.CRC {
 					crcs = binary.LittleEndian.AppendUint32(crcs, c)
 				}
-				if _, err := st.Exec(int64(ino), int64(x.Index), int64(x.Count), reps, crcs); err != nil {
+				if _, err := st.Exec(int64(ino), int64(x.Index), int64(x.Count), reps, crcs, int64(x.Gen)); err != nil {
 					return fmt.Errorf("write blocks of inode %d: %w", ino, err)
 				}
 			}

@@ -32,10 +32,11 @@ func mergeBlocks(old, add []wire.Extent) ([]wire.Extent, []run) {
 	type blk struct {
 		reps []wire.Run // Start is the block itself here
 		crc  uint32
+		gen  uint64
 	}
 	m := map[uint64]blk{}
 	put := func(x wire.Extent, k uint64) blk {
-		b := blk{crc: x.CRC[k], reps: make([]wire.Run, len(x.Replicas))}
+		b := blk{crc: x.CRC[k], gen: x.Gen, reps: make([]wire.Run, len(x.Replicas))}
 		for i, r := range x.Replicas {
 			b.reps[i] = wire.Run{Node: r.Node, Start: r.Start + k}
 		}
@@ -65,7 +66,7 @@ func mergeBlocks(old, add []wire.Extent) ([]wire.Extent, []run) {
 	var out []wire.Extent
 	for _, i := range idx {
 		b := m[i]
-		out = appendExtent(out, wire.Extent{Index: i, Count: 1, Replicas: b.reps, CRC: []uint32{b.crc}})
+		out = appendExtent(out, wire.Extent{Index: i, Count: 1, Replicas: b.reps, CRC: []uint32{b.crc}, Gen: b.gen})
 	}
 	return out, freed
 }
@@ -75,7 +76,7 @@ func mergeBlocks(old, add []wire.Extent) ([]wire.Extent, []run) {
 func appendExtent(xs []wire.Extent, x wire.Extent) []wire.Extent {
 	if len(xs) > 0 {
 		l := &xs[len(xs)-1]
-		if l.Index+uint64(l.Count) == x.Index && len(l.Replicas) == len(x.Replicas) {
+		if l.Index+uint64(l.Count) == x.Index && len(l.Replicas) == len(x.Replicas) && l.Gen == x.Gen {
 			ok := true
 			for i, r := range l.Replicas {
 				if x.Replicas[i].Node != r.Node || x.Replicas[i].Start != r.Start+uint64(l.Count) {

@@ -94,8 +94,9 @@ type run struct {
 	node         uint32
 	start, count uint64
 	// Allocations only: the file and the file block index of start the
-	// blocks were allocated for; they may be attached nowhere else.
-	ino, index uint64
+	// blocks were allocated for; they may be attached nowhere else. gen
+	// is the allocation's generation.
+	ino, index, gen uint64
 }
 
 type pendingFree struct {

@@ -601,7 +601,7 @@ func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
 			tx.freed = append(tx.freed, extentRuns([]wire.Extent{x})...)
 		default:
 			k := keep - x.Index
-			head := wire.Extent{Index: x.Index, Count: uint32(k), CRC: x.CRC[:k]}
+			head := wire.Extent{Index: x.Index, Count: uint32(k), CRC: x.CRC[:k], Gen: x.Gen}
 			for _, r := range x.Replicas {
 				head.Replicas = append(head.Replicas, r)
 				tx.freed = append(tx.freed, run{node: r.Node, start: r.Start + k, count: uint64(x.Count) - k})
@@ -928,6 +928,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	for node, runs := range tx.allocated {
 		before[node] = len(runs)
 	}
+	gen := newGen()
 	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
 	if err != nil {
 		for node, runs := range tx.allocated {
@@ -942,6 +943,14 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	}
 	tx.allocCount += want
 	n.userAlloc[tx.user] += want
+	for i := range xs {
+		xs[i].Gen = gen
+	}
+	for node, runs := range tx.allocated {
+		for i := before[node]; i < len(runs); i++ {
+			runs[i].gen = gen
+		}
+	}
 	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
 }
 
@@ -962,9 +971,9 @@ func (n *Namenode) userAllocLimit() uint64 {
 // allocatedAs reports whether tx allocated blocks start..start+count-1 of
 // node for file ino at file block index (so an allocated run can be
 // attached to one place only: never to a second file, never twice).
-func (tx *Txn) allocatedAs(node uint32, start, count, ino, index uint64) bool {
+func (tx *Txn) allocatedAs(node uint32, start, count, ino, index, gen uint64) bool {
 	for _, r := range tx.allocated[node] {
-		if r.ino == ino && r.start <= start && start+count <= r.start+r.count && index-r.index == start-r.start && index >= r.index {
+		if r.ino == ino && r.gen == gen && r.start <= start && start+count <= r.start+r.count && index-r.index == start-r.start && index >= r.index {
 			return true
 		}
 	}
@@ -1026,7 +1035,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d have two replicas on datanode %d", x.Index, x.Count, r.Node)
 			}
 			nodes[r.Node] = true
-			if !tx.allocatedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index) {
+			if !tx.allocatedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index, x.Gen) {
 				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d on datanode %d were not allocated by this transaction for inode %d blocks %d-%d", r.Start, x.Count, r.Node, q.Ino, x.Index, x.Index+uint64(x.Count)-1)
 			}
 		}
@@ -1127,7 +1136,7 @@ func splitForDrop(tx *Txn, x wire.Extent, dead map[uint32]bool) []wire.Extent {
 	}
 	out := make([]wire.Extent, x.Count)
 	for k := uint64(0); k < uint64(x.Count); k++ {
-		p := wire.Extent{Index: x.Index + k, Count: 1, CRC: []uint32{x.CRC[k]}}
+		p := wire.Extent{Index: x.Index + k, Count: 1, CRC: []uint32{x.CRC[k]}, Gen: x.Gen}
 		for _, r := range x.Replicas {
 			p.Replicas = append(p.Replicas, wire.Run{Node: r.Node, Start: r.Start + k})
 		}

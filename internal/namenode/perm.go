@@ -124,15 +124,22 @@ func (n *Namenode) withTickets(tx *Txn, xs []wire.Extent, write bool) []wire.Ext
 		return xs
 	}
 	exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
-	gen := currentGen()
-	if write {
-		gen = newGen()
-	}
+	cur := currentGen()
 	out := make([]wire.Extent, len(xs))
 	for i, x := range xs {
+		// A write ticket carries its allocation's generation; a read
+		// ticket the current one, and at least the allocation's: blocks
+		// their allocation did not write stay unreadable.
+		gen, minGen := cur, x.Gen
+		if write {
+			gen, minGen = x.Gen, 0
+			if gen == 0 {
+				gen = newGen()
+			}
+		}
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
-			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp, Gen: gen}
+			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp, Gen: gen, MinGen: minGen}
 			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
 			if tx.ticketed == nil {
 				tx.ticketed = map[uint32]bool{}

@@ -209,6 +209,7 @@ func encExtents(e *Enc, xs []Extent) {
 		for _, t := range x.Tickets {
 			e.Bytes(t)
 		}
+		e.Uv(x.Gen)
 	}
 }
 
@@ -243,6 +244,7 @@ func decExtents(d *Dec) []Extent {
 		for j := 0; j < nt && d.Err == nil; j++ {
 			x.Tickets = append(x.Tickets, d.Bytes(MaxTicket))
 		}
+		x.Gen = d.Uv()
 		xs = append(xs, x)
 	}
 	return xs

@@ -136,6 +136,11 @@ type Extent struct {
 	// Tickets, one per replica, let the client read (or, in an
 	// allocation, write) these blocks on the datanodes. Only in responses.
 	Tickets [][]byte
+	// Gen is the generation of the allocation that made these blocks
+	// (0: unknown, older data): their datanodes hold it once the blocks
+	// are written, and read tickets require it, so blocks attached
+	// without being written never yield their previous owner's data.
+	Gen uint64
 }
 
 // NodeInfo describes a datanode.
