@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,6 +82,14 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config")); err == nil {
 		return nil, fmt.Errorf("%s already holds a datanode volume (config exists)", dir)
+	}
+	// Without a config (written last) the volume was never complete: what
+	// is there is left from an init that was interrupted (Ctrl-C during
+	// the zeroing) and never served; it is made again.
+	for _, name := range []string{"data", "crc", "gen", "config.tmp"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: remove %s left by an interrupted init: %w", dir, name, err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
