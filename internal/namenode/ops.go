@@ -131,14 +131,6 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 		return &wire.Response{Counters: out}, nil
 	case wire.OpNodes:
 		return &wire.Response{Nodes: n.nodeList()}, nil
-	case wire.OpRegister:
-		if who != nil && who.Role != auth.RoleDatanode {
-			return nil, fail(wire.ErrCodePerm, "register: only datanodes may register (%s is a %s)", who.User, who.Role)
-		}
-		if q.Node == nil {
-			return nil, fail(wire.ErrCodeInvalid, "register without node")
-		}
-		return n.register(c, q.Node)
 	case wire.OpHeartbeat:
 		if who != nil && who.Role != auth.RoleDatanode {
 			return nil, fail(wire.ErrCodePerm, "heartbeat: only datanodes send heartbeats")

@@ -50,12 +50,6 @@ func (n *Namenode) namespace() string {
 	return ""
 }
 
-// register is not used: registrations go through registerAsync (server.go),
-// as they write the store.
-func (n *Namenode) register(*conn, *wire.NodeInfo) (*wire.Response, error) {
-	return nil, fail(wire.ErrCodeInternal, "register: datanode registrations are handled asynchronously")
-}
-
 // registerAsync admits a datanode that connected on c (request id, q). It
 // checks the registration under n.mu; a new datanode, or one whose volume
 // changed size, is recorded by the committer like a commit, and becomes
