@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -54,12 +55,9 @@ type Server struct {
 	uln     *net.UnixListener
 	mu      sync.Mutex
 	conns   map[net.Conn]string // → user ("" until authenticated)
-	// Connections in their handshake per source address, and connections
-	// per user: one peer or one user cannot take every slot.
-	handshakesFrom map[string]int
-	connsOf        map[string]int
-	stop           chan struct{}
-	wg             sync.WaitGroup
+	limits  *connlimit.Limiter
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // Open opens the volume for serving.
@@ -96,7 +94,8 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Idle == 0 {
 		cfg.Idle = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, handshakesFrom: map[string]int{}, connsOf: map[string]int{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
+	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, maxHandshakesPerSource, reserveConns)
 	bs := int(st.Config.Blocksize)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
@@ -242,7 +241,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
-	backoff := 5 * time.Millisecond
+	var backoff connlimit.Backoff
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -255,60 +254,36 @@ func (s *Server) Serve(ln net.Listener) error {
 				return nil
 			}
 			// Out of file descriptors and the like: wait, never give up.
-			s.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
-			select {
-			case <-s.stop:
+			s.log.Warn("accept failed, retrying", "err", err)
+			if !backoff.Wait(s.stop) {
 				return nil
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, time.Second)
 			continue
 		}
-		backoff = 5 * time.Millisecond
-		src := nc.RemoteAddr().String()
-		if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-			src = a.IP.String()
-		}
-		s.mu.Lock()
-		refuse := ""
-		switch {
-		case len(s.conns) >= s.cfg.MaxConns+reserveConns:
-			refuse = "connection limit reached"
-		case s.handshakesFrom[src] >= maxHandshakesPerSource:
-			refuse = "too many connections in their handshake from one address"
-		default:
-			s.conns[nc] = ""
-			s.handshakesFrom[src]++
-		}
-		s.mu.Unlock()
-		if refuse != "" {
-			s.log.Warn(refuse+", refusing", "remote", nc.RemoteAddr())
+		backoff.Reset()
+		src := connlimit.Source(nc)
+		if err := s.limits.StartHandshake(src); err != nil {
+			s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "reason", err)
 			nc.Close()
 			continue
 		}
+		s.mu.Lock()
+		s.conns[nc] = ""
+		s.mu.Unlock()
 		go func() {
 			sc, who, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
+			user, privileged := "", who == nil
+			if who != nil {
+				user, privileged = who.User, who.Super() || who.Role.Daemon()
+			}
+			if lerr := s.limits.EndHandshake(src, err == nil, user, privileged); err == nil {
+				err = lerr
+			}
 			s.mu.Lock()
-			if s.handshakesFrom[src]--; s.handshakesFrom[src] <= 0 {
-				delete(s.handshakesFrom, src)
-			}
-			if err == nil {
-				user, privileged := "", who == nil
-				if who != nil {
-					user, privileged = who.User, who.Super() || who.Role.Daemon()
-				}
-				switch {
-				case !privileged && len(s.conns) > s.cfg.MaxConns:
-					err = errors.New("connection limit reached")
-				case !privileged && s.connsOf[user] >= s.cfg.MaxConnsPerUser:
-					err = fmt.Errorf("user %s has its maximum of %d connections", user, s.cfg.MaxConnsPerUser)
-				default:
-					s.conns[nc] = user
-					s.connsOf[user]++
-				}
-			}
 			if err != nil {
 				delete(s.conns, nc)
+			} else {
+				s.conns[nc] = user
 			}
 			s.mu.Unlock()
 			if err != nil {
@@ -321,8 +296,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// Connection limits (as the namenode's): daemons (other datanodes
-// forwarding a chain) and superusers may use reserveConns past MaxConns.
+// Connection limits (as the namenode's, internal/connlimit): daemons
+// (other datanodes forwarding a chain) and superusers may use reserveConns
+// past MaxConns.
 const (
 	reserveConns           = 64
 	maxHandshakesPerSource = 64
@@ -433,13 +409,10 @@ func (s *Server) serveConn(raw, nc net.Conn) {
 		nc.Close()
 		raw.Close()
 		s.mu.Lock()
-		if user, ok := s.conns[raw]; ok {
-			if s.connsOf[user]--; s.connsOf[user] <= 0 {
-				delete(s.connsOf, user)
-			}
-		}
+		user := s.conns[raw]
 		delete(s.conns, raw)
 		s.mu.Unlock()
+		s.limits.Closed(user)
 	}()
 	jobs := make(chan job, 4)
 	done := make(chan struct{})

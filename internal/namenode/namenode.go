@@ -12,6 +12,7 @@ import (
 
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/commitlog"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -152,12 +153,10 @@ type Namenode struct {
 	commits  atomic.Uint64
 	batches  atomic.Uint64
 
-	lnMu           sync.Mutex
-	lns            []net.Listener
-	conns          map[*conn]struct{}
-	connsOf        map[string]int // connections per user
-	handshaking    int
-	handshakesFrom map[string]int // connections in their handshake per source address
+	lnMu   sync.Mutex
+	lns    []net.Listener
+	conns  map[*conn]struct{}
+	limits *connlimit.Limiter
 }
 
 // New loads the metadata from cfg.Store and starts the committer.
@@ -221,20 +220,19 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n := &Namenode{
-		cfg:            cfg,
-		log:            cfg.Logger,
-		inodes:         map[uint64]*inode{},
-		locks:          map[lockKey]*lockState{},
-		txns:           map[txnKey]*Txn{},
-		userAlloc:      map[string]uint64{},
-		nodes:          map[uint32]*dnode{},
-		byIdentity:     map[string]*dnode{},
-		commitQ:        make(chan *commitReq, 4096),
-		kick:           make(chan struct{}, 1),
-		stop:           make(chan struct{}),
-		conns:          map[*conn]struct{}{},
-		connsOf:        map[string]int{},
-		handshakesFrom: map[string]int{},
+		cfg:        cfg,
+		log:        cfg.Logger,
+		inodes:     map[uint64]*inode{},
+		locks:      map[lockKey]*lockState{},
+		txns:       map[txnKey]*Txn{},
+		userAlloc:  map[string]uint64{},
+		nodes:      map[uint32]*dnode{},
+		byIdentity: map[string]*dnode{},
+		commitQ:    make(chan *commitReq, 4096),
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		conns:      map[*conn]struct{}{},
+		limits:     connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
 	}
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
@@ -304,6 +302,9 @@ func New(cfg Config) (*Namenode, error) {
 }
 
 const rootIno = 1
+
+// reserveConns is how far daemons and superusers may go past MaxConns.
+const reserveConns = 64
 
 // linkFrom records d more (or fewer) names of the inode in directory
 // parent: a directory's parent, the directories holding a file's names.

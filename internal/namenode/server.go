@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -111,7 +112,7 @@ func (n *Namenode) Serve(ln net.Listener) error {
 	n.lnMu.Lock()
 	n.lns = append(n.lns, ln)
 	n.lnMu.Unlock()
-	backoff := 5 * time.Millisecond
+	var backoff connlimit.Backoff
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -123,20 +124,18 @@ func (n *Namenode) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			n.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
-			select {
-			case <-n.stop:
+			n.log.Warn("accept failed, retrying", "err", err)
+			if !backoff.Wait(n.stop) {
 				return nil
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, time.Second)
 			continue
 		}
-		backoff = 5 * time.Millisecond
+		backoff.Reset()
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		if !n.admitHandshake(nc) {
+		if err := n.limits.StartHandshake(connlimit.Source(nc)); err != nil {
+			n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", err)
 			nc.Close()
 			continue
 		}
@@ -144,79 +143,30 @@ func (n *Namenode) Serve(ln net.Listener) error {
 	}
 }
 
-// Connection limits. Connections still in their handshake count against
-// MaxConns and against a small per-source-address limit, so idle or slow
-// peers cannot hold the file descriptors legitimate clients need; after
-// the handshake each user has MaxConnsPerUser. Daemons and superusers may
-// go reserveConns past MaxConns, so a flood of user connections never
-// locks out the administrator or a restarting datanode.
-const reserveConns = 64
-
-func sourceOf(nc net.Conn) string {
-	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
-	}
-	return nc.RemoteAddr().String()
-}
-
-func (n *Namenode) admitHandshake(nc net.Conn) bool {
-	src := sourceOf(nc)
-	n.lnMu.Lock()
-	defer n.lnMu.Unlock()
-	if len(n.conns)+n.handshaking >= n.cfg.MaxConns+reserveConns {
-		n.log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr(), "limit", n.cfg.MaxConns)
-		return false
-	}
-	if n.handshakesFrom[src] >= n.cfg.MaxHandshakesPerSource {
-		n.log.Warn("too many connections in their handshake from one address, refusing", "remote", src, "limit", n.cfg.MaxHandshakesPerSource)
-		return false
-	}
-	n.handshaking++
-	n.handshakesFrom[src]++
-	return true
-}
-
 // handshake authenticates a new connection at the configured level.
 func (n *Namenode) handshake(nc net.Conn) {
 	sc, who, err := auth.Server(nc, n.cfg.Security, n.cfg.Credential)
-	src := sourceOf(nc)
-	n.lnMu.Lock()
-	n.handshaking--
-	if n.handshakesFrom[src]--; n.handshakesFrom[src] <= 0 {
-		delete(n.handshakesFrom, src)
-	}
-	n.lnMu.Unlock()
-	if err != nil {
-		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
-		nc.Close()
-		return
-	}
-	c := newConn(sc, who)
 	user, privileged := "", who == nil
 	if who != nil {
 		user = who.User
 		privileged = who.Super() || who.Role.Daemon()
 	}
-	n.lnMu.Lock()
-	refuse := ""
-	switch {
-	case !privileged && len(n.conns) >= n.cfg.MaxConns:
-		refuse = fmt.Sprintf("the namenode has its maximum of %d connections", n.cfg.MaxConns)
-	case who != nil && !privileged && n.connsOf[user] >= n.cfg.MaxConnsPerUser:
-		refuse = fmt.Sprintf("user %s has its maximum of %d connections", user, n.cfg.MaxConnsPerUser)
-	}
-	if refuse == "" {
-		n.conns[c] = struct{}{}
-		n.connsOf[user]++
-	}
-	n.lnMu.Unlock()
-	if refuse != "" {
-		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", refuse)
-		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + refuse})
+	if lerr := n.limits.EndHandshake(connlimit.Source(nc), err == nil, user, privileged); err != nil {
+		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
+		nc.Close()
+		return
+	} else if lerr != nil {
+		n.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", lerr)
+		c := newConn(sc, who)
+		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + lerr.Error()})
 		close(c.done)
 		sc.Close()
 		return
 	}
+	c := newConn(sc, who)
+	n.lnMu.Lock()
+	n.conns[c] = struct{}{}
+	n.lnMu.Unlock()
 	n.serveConn(c)
 }
 
@@ -226,14 +176,12 @@ func (n *Namenode) serveConn(c *conn) {
 		c.nc.Close()
 		n.lnMu.Lock()
 		delete(n.conns, c)
+		n.lnMu.Unlock()
 		user := ""
 		if c.who != nil {
 			user = c.who.User
 		}
-		if n.connsOf[user]--; n.connsOf[user] <= 0 {
-			delete(n.connsOf, user)
-		}
-		n.lnMu.Unlock()
+		n.limits.Closed(user)
 		n.mu.Lock()
 		for k, tx := range n.txns {
 			if k.conn == c && !tx.committing {
