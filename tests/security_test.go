@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,11 +251,13 @@ func TestPermissions(t *testing.T) {
 	}
 }
 
-// proxy forwards one TCP connection to target and records the bytes.
+// proxy forwards TCP connections to target, records the bytes and counts
+// those sent upstream (client to target).
 type proxy struct {
 	ln  net.Listener
 	mu  sync.Mutex
 	buf bytes.Buffer
+	up  atomic.Int64
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -275,12 +278,12 @@ func newProxy(t *testing.T, target string) *proxy {
 				a.Close()
 				return
 			}
-			cp := func(dst, src net.Conn) {
-				io.Copy(io.MultiWriter(dst, p), src)
+			cp := func(dst, src net.Conn, w io.Writer) {
+				io.Copy(w, src)
 				dst.Close()
 			}
-			go cp(a, b)
-			go cp(b, a)
+			go cp(a, b, io.MultiWriter(a, p))
+			go cp(b, a, io.MultiWriter(b, p, upCounter{&p.up}))
 		}
 	}()
 	return p
@@ -291,6 +294,17 @@ func (p *proxy) Write(b []byte) (int, error) {
 	defer p.mu.Unlock()
 	return p.buf.Write(b)
 }
+
+// upCounter counts the bytes written through it.
+type upCounter struct{ n *atomic.Int64 }
+
+func (c upCounter) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
+	return len(b), nil
+}
+
+func (p *proxy) addr() string    { return p.ln.Addr().String() }
+func (p *proxy) upstream() int64 { return p.up.Load() }
 
 func (p *proxy) contains(s string) bool {
 	p.mu.Lock()

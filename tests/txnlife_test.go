@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -301,7 +300,7 @@ func TestOpenSeesOneVersion(t *testing.T) {
 func TestCommitOutcomeUnknown(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	ctx := context.Background()
-	p := newCountingProxy(t, c.NN.Addr)
+	p := newProxy(t, c.NN.Addr)
 	cl := c.Client(client.Config{Namenodes: []string{p.addr()}, KeepaliveInterval: -1})
 	defer cl.Close()
 	tx, _ := cl.Begin(ctx)
@@ -322,48 +321,3 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 		t.Fatalf("unknown outcome also claims the transaction was not committed: %v", err)
 	}
 }
-
-// countingProxy forwards TCP to a target and counts client→target bytes.
-type countingProxy struct {
-	ln net.Listener
-	up atomic.Int64
-}
-
-func newCountingProxy(t *testing.T, target string) *countingProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &countingProxy{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			a, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b, err := net.Dial("tcp", target)
-			if err != nil {
-				a.Close()
-				continue
-			}
-			go func() { io.Copy(a, b); a.Close() }()
-			go func() { io.Copy(countingWriter{b, &p.up}, a); b.Close() }()
-		}
-	}()
-	return p
-}
-
-type countingWriter struct {
-	w io.Writer
-	n *atomic.Int64
-}
-
-func (c countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-func (p *countingProxy) addr() string    { return p.ln.Addr().String() }
-func (p *countingProxy) upstream() int64 { return p.up.Load() }
