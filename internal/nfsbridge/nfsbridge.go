@@ -14,16 +14,43 @@
 //
 // # Semantics
 //
-// Metadata operations and writes are stable before the reply (RFC 1813),
-// each a Durable commit, unless the bridge runs with Async (then they are
+// Metadata operations are stable before the reply (RFC 1813), each a
+// Durable commit, unless the bridge runs with Async (then they are
 // acknowledged once applied, durable within the namenode's window; like
-// knfsd's async export). go-nfs v0.0.4 opens and closes the file for every
-// WRITE and always answers FILE_SYNC, and its COMMIT never reaches the
-// filesystem, so UNSTABLE writes are not buffered between WRITE and
-// COMMIT: every WRITE commits. Readdir pages come from one listing per
-// cookie verifier (the directory is read in namenode pages).
+// knfsd's async export). WRITE honours its stability: an UNSTABLE write
+// goes into the file's open transaction in the VFS (read back at once by
+// every client of the bridge) and is answered UNSTABLE; COMMIT makes it
+// durable (and with it everything acknowledged before); a FILE_SYNC or
+// DATA_SYNC write is durable before the reply (with Async it is committed
+// but answered UNSTABLE, so the client's COMMIT makes it durable). A file
+// with unstable writes and no COMMIT for a while is committed anyway, so
+// that other PlasmaFS clients see its data. The write verifier is random
+// per process: after a restart clients see a new one and resend what they
+// had not committed. Readdir pages come from one listing per cookie
+// verifier (the directory is read in namenode pages).
 //
 // # go-nfs v0.0.4 limitations worked around here
+//
+// go-nfs registers its procedures with functions of an unexported type,
+// so they cannot be replaced from outside it. Every connection passes
+// through an interceptor instead (rpcconn.go): it reads whole RPC records
+// and answers these procedures itself (procs.go), passing the rest to
+// go-nfs unchanged:
+//
+//   - WRITE and COMMIT: go-nfs answers every WRITE FILE_SYNC after an
+//     open, write and close, and its COMMIT never reaches the filesystem.
+//   - LINK: go-nfs parses its arguments in the wrong order (hard links
+//     could not be made over NFS).
+//   - REMOVE, RMDIR, RENAME: go-nfs reports most errors as NFS3ERR_IO or
+//     NFS3ERR_ACCES; here ENOTEMPTY, ENOTDIR, EISDIR, EINVAL, EXDEV… map to
+//     their NFSv3 statuses (nfsStatus), a conflict with another
+//     transaction to NFS3ERR_JUKEBOX (the client retries).
+//   - MOUNT EXPORT, DUMP and UMNTALL are not implemented by go-nfs (libnfs
+//     lists the exports before mounting unless auto-traverse-mounts=0).
+//   - Unknown programs, versions and procedures get PROG_UNAVAIL,
+//     PROG_MISMATCH and PROC_UNAVAIL (go-nfs encodes those replies badly).
+//
+// Worked around in the billy adapter below:
 //
 //   - The XDR padding after a file handle is not skipped: handles are 20
 //     bytes, a multiple of 4.
@@ -34,12 +61,8 @@
 //   - billy.Change is implemented (chmod, chown, utimes), without which
 //     CREATE and SETATTR fail.
 //
-// Not worked around (need a fork of go-nfs): MOUNTPROC3_EXPORT is not
-// implemented (libnfs needs auto-traverse-mounts=0), the error replies of
-// unknown procedures are badly encoded (fixed upstream, unreleased), LINK
-// parses its arguments wrongly (hard links cannot be made over NFS), most
-// errors of REMOVE, RENAME and RMDIR are reported as NFS3ERR_IO or
-// NFS3ERR_ACCES instead of the precise status, and UNSTABLE+COMMIT (above).
+// Not worked around: SETATTR drops the setuid, setgid and sticky bits
+// (go-nfs passes mode & ModePerm).
 package nfsbridge
 
 import (
@@ -72,6 +95,11 @@ type Bridge struct {
 	root uint64 // inode of the export
 	fs   *billyFS
 
+	// async: the VFS commits metadata operations Async (plasma nfs
+	// -async); otherwise each is durable before the reply.
+	async    bool
+	unstable *unstableTable
+
 	mu        sync.Mutex
 	verifiers map[uint64]listing // readdir listings by cookie verifier
 	order     []uint64
@@ -94,14 +122,18 @@ func New(ctx context.Context, v *vfs.VFS, export string) (*Bridge, error) {
 	if !a.IsDir() {
 		return nil, fmt.Errorf("export %s: not a directory", export)
 	}
-	b := &Bridge{v: v, root: a.Ino, verifiers: map[uint64]listing{}}
+	b := &Bridge{v: v, root: a.Ino, verifiers: map[uint64]listing{}, async: !v.Durable(), unstable: newUnstableTable()}
 	b.fs = &billyFS{b: b}
 	return b, nil
 }
 
 // Serve serves NFSv3 and MOUNT on l until l is closed.
+// Writes still pending from UNSTABLE WRITEs are committed when it returns.
 func (b *Bridge) Serve(l net.Listener) error {
-	return nfs.Serve(l, &handler{b: b})
+	ic := &interceptor{route: b.route}
+	err := nfs.Serve(ic.listener(l), &handler{b: b})
+	b.flushUnstable(context.Background())
+	return err
 }
 
 // ---- handles

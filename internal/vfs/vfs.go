@@ -99,6 +99,10 @@ func (v *VFS) TTL() time.Duration { return max(v.opt.TTL, 0) }
 // ReadOnly reports whether the VFS refuses changes.
 func (v *VFS) ReadOnly() bool { return v.opt.ReadOnly }
 
+// Durable reports whether every operation is durable before it returns
+// (Options.Sync).
+func (v *VFS) Durable() bool { return v.opt.Sync }
+
 // Close ends every open file: data not yet committed is committed (as at
 // close), read transactions are aborted. The VFS is unusable afterwards.
 func (v *VFS) Close() error {

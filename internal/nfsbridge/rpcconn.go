@@ -1,0 +1,280 @@
+package nfsbridge
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+// ONC RPC (RFC 5531) constants the interceptor needs.
+const (
+	progNFS   = 100003
+	progMount = 100005
+
+	rpcCall       = 0
+	rpcReply      = 1
+	msgAccepted   = 0
+	acceptSuccess = 0
+	progUnavail   = 1
+	progMismatch  = 2
+	procUnavail   = 3
+	garbageArgs   = 4
+
+	lastFragment = 1 << 31
+	// maxRecord bounds one request: a WRITE carries at most the 1 MiB
+	// FSINFO advertises (go-nfs: wtmax), plus headers.
+	maxRecord = 4 << 20
+)
+
+// rpcCallHeader is the part of an RPC call the interceptor routes by.
+type rpcCallHeader struct {
+	xid, prog, vers, proc uint32
+}
+
+// procHandler answers one intercepted procedure: it gets the arguments
+// and returns the procedure's results (after the accepted-reply header),
+// or an accept status other than success with no results.
+type procHandler func(args []byte) (results []byte, accept uint32)
+
+// interceptor puts our own implementations of some procedures in front of
+// go-nfs. go-nfs's handler registry takes functions of an unexported
+// type, so its broken procedures (see the package comment) cannot be
+// replaced from outside the package; instead every connection passes
+// through this layer, which reads whole RPC records, answers the ones it
+// has a handler for and hands the rest to go-nfs unchanged.
+type interceptor struct {
+	route func(h rpcCallHeader) procHandler
+}
+
+// listener wraps l so that go-nfs serves the connections it accepts
+// through the interceptor.
+func (ic *interceptor) listener(l net.Listener) net.Listener {
+	return &rpcListener{Listener: l, ic: ic}
+}
+
+type rpcListener struct {
+	net.Listener
+	ic *interceptor
+}
+
+func (l *rpcListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	rc := &rpcConn{Conn: c, in: pr}
+	go rc.pump(l.ic, pw)
+	return rc, nil
+}
+
+// rpcConn is the connection go-nfs sees: it reads the records the
+// interceptor passes on, and its writes reach the client as whole records,
+// never interleaved with the interceptor's own replies.
+type rpcConn struct {
+	net.Conn
+	in *io.PipeReader
+
+	wmu     sync.Mutex // orders whole records on Conn
+	pending []byte     // go-nfs's partial output (a record not yet whole)
+}
+
+func (c *rpcConn) Read(p []byte) (int, error) { return c.in.Read(p) }
+
+func (c *rpcConn) Close() error {
+	c.in.Close()
+	return c.Conn.Close()
+}
+
+// Write collects go-nfs's output and sends each complete fragment at
+// once, under the same lock as the interceptor's replies.
+func (c *rpcConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.pending = append(c.pending, p...)
+	for len(c.pending) >= 4 {
+		n := int(binary.BigEndian.Uint32(c.pending) &^ lastFragment)
+		if len(c.pending) < 4+n {
+			break
+		}
+		if _, err := c.Conn.Write(c.pending[:4+n]); err != nil {
+			return 0, err
+		}
+		c.pending = c.pending[4+n:]
+	}
+	if len(c.pending) == 0 {
+		c.pending = nil
+	}
+	return len(p), nil
+}
+
+func (c *rpcConn) writeRecord(rec []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.Conn.Write(rec)
+	return err
+}
+
+// pump reads the client's records; it answers those the interceptor
+// routes and writes the others, as single-fragment records, to go-nfs.
+func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
+	defer c.Conn.Close()
+	r := bufio.NewReaderSize(c.Conn, 64<<10)
+	for {
+		rec, err := readRecord(r)
+		if err != nil {
+			toNFS.CloseWithError(err)
+			return
+		}
+		h, args, ok := parseCall(rec)
+		var handle procHandler
+		if ok {
+			handle = ic.route(h)
+		}
+		if handle == nil {
+			if err := writeFragment(toNFS, rec); err != nil {
+				return
+			}
+			continue
+		}
+		res, accept := handle(args)
+		if err := c.writeRecord(replyRecord(h.xid, accept, res)); err != nil {
+			toNFS.CloseWithError(err)
+			return
+		}
+	}
+}
+
+var errRecordTooLarge = errors.New("nfs: RPC record too large")
+
+// readRecord reads one RPC record (all its fragments).
+func readRecord(r io.Reader) ([]byte, error) {
+	var rec []byte
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return nil, err
+		}
+		v := binary.BigEndian.Uint32(hdr[:])
+		n := int(v &^ lastFragment)
+		if len(rec)+n > maxRecord {
+			return nil, errRecordTooLarge
+		}
+		start := len(rec)
+		rec = append(rec, make([]byte, n)...)
+		if _, err := io.ReadFull(r, rec[start:]); err != nil {
+			return nil, err
+		}
+		if v&lastFragment != 0 {
+			return rec, nil
+		}
+	}
+}
+
+func writeFragment(w io.Writer, rec []byte) error {
+	out := make([]byte, 4+len(rec))
+	binary.BigEndian.PutUint32(out, uint32(len(rec))|lastFragment)
+	copy(out[4:], rec)
+	_, err := w.Write(out)
+	return err
+}
+
+// parseCall splits an RPC call into its header and its arguments. It
+// reports !ok for anything that is not a well-formed version-2 call; such
+// records go to go-nfs, which answers them as it does today.
+func parseCall(rec []byte) (h rpcCallHeader, args []byte, ok bool) {
+	d := xdrDecoder{b: rec}
+	h.xid = d.u32()
+	mtype := d.u32()
+	rpcvers := d.u32()
+	h.prog, h.vers, h.proc = d.u32(), d.u32(), d.u32()
+	d.u32() // credential flavor
+	d.opaque()
+	d.u32() // verifier flavor
+	d.opaque()
+	if d.err != nil || mtype != rpcCall || rpcvers != 2 {
+		return h, nil, false
+	}
+	return h, d.b, true
+}
+
+// replyRecord is an accepted reply (null verifier) as one record.
+func replyRecord(xid, accept uint32, res []byte) []byte {
+	var e xdrEncoder
+	e.u32(0) // record mark, set below
+	e.u32(xid)
+	e.u32(rpcReply)
+	e.u32(msgAccepted)
+	e.u32(0) // AUTH_NONE verifier
+	e.u32(0)
+	e.u32(accept)
+	if accept == progMismatch {
+		e.u32(3) // the one version served
+		e.u32(3)
+	}
+	e.b = append(e.b, res...)
+	binary.BigEndian.PutUint32(e.b, uint32(len(e.b)-4)|lastFragment)
+	return e.b
+}
+
+// ---- XDR (RFC 4506), the handful of types the handlers read and write
+
+var errShort = errors.New("xdr: short arguments")
+
+type xdrDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *xdrDecoder) u32() uint32 {
+	if d.err != nil || len(d.b) < 4 {
+		d.err = errShort
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *xdrDecoder) u64() uint64 {
+	hi := d.u32()
+	return uint64(hi)<<32 | uint64(d.u32())
+}
+
+// opaque reads variable-length opaque data (and its padding).
+func (d *xdrDecoder) opaque() []byte {
+	n := int(d.u32())
+	if d.err != nil {
+		return nil
+	}
+	padded := (n + 3) &^ 3
+	if n < 0 || padded > len(d.b) {
+		d.err = errShort
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[padded:]
+	return v
+}
+
+type xdrEncoder struct{ b []byte }
+
+func (e *xdrEncoder) u32(v uint32) { e.b = binary.BigEndian.AppendUint32(e.b, v) }
+
+func (e *xdrEncoder) opaque(v []byte) {
+	e.u32(uint32(len(v)))
+	e.b = append(e.b, v...)
+	for len(e.b)%4 != 0 {
+		e.b = append(e.b, 0)
+	}
+}
+
+// Write lets go-nfs's attribute encoders (WriteWcc, WritePostOpAttrs)
+// append to the encoder.
+func (e *xdrEncoder) Write(p []byte) (int, error) {
+	e.b = append(e.b, p...)
+	return len(p), nil
+}

@@ -1,0 +1,207 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"syscall"
+	"testing"
+
+	nfsc "github.com/willscott/go-nfs-client/nfs"
+	"github.com/willscott/go-nfs-client/nfs/rpc"
+	"github.com/willscott/go-nfs-client/nfs/xdr"
+
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// Raw NFSv3 calls the Go client has no method for (WRITE with a chosen
+// stability, COMMIT, LINK), sent through its RPC layer.
+
+func nfsHeader(proc uint32) rpc.Header {
+	return rpc.Header{Rpcvers: 2, Prog: nfsc.Nfs3Prog, Vers: nfsc.Nfs3Vers, Proc: proc, Cred: rpc.AuthNull, Verf: rpc.AuthNull}
+}
+
+// nfsStatusErr turns a non-zero nfsstat3 into the client's error type.
+func nfsStatusErr(r io.Reader) error {
+	st, err := xdr.ReadUint32(r)
+	if err != nil {
+		return err
+	}
+	return nfsc.NFS3Error(st)
+}
+
+type writeReply struct {
+	count, committed uint32
+	verf             [8]byte
+}
+
+// nfsWrite sends WRITE3 with stability how (0 UNSTABLE, 2 FILE_SYNC).
+func nfsWrite(t *testing.T, tg *nfsc.Target, fh []byte, off uint64, data []byte, how uint32) (writeReply, error) {
+	t.Helper()
+	type args struct {
+		rpc.Header
+		FH     []byte
+		Offset uint64
+		Count  uint32
+		How    uint32
+		Data   []byte
+	}
+	res, err := tg.Call(&args{nfsHeader(nfsc.NFSProc3Write), fh, off, uint32(len(data)), how, data})
+	if err != nil {
+		t.Fatalf("WRITE: %v", err)
+	}
+	if err := nfsStatusErr(res); err != nil {
+		return writeReply{}, err
+	}
+	var body struct {
+		Wcc       nfsc.WccData
+		Count     uint32
+		Committed uint32
+		Verf      uint64
+	}
+	if err := xdr.Read(res, &body); err != nil {
+		t.Fatalf("WRITE reply: %v", err)
+	}
+	r := writeReply{count: body.Count, committed: body.Committed}
+	binary.BigEndian.PutUint64(r.verf[:], body.Verf)
+	return r, nil
+}
+
+// nfsCommit sends COMMIT3 for the whole file and returns the verifier.
+func nfsCommit(t *testing.T, tg *nfsc.Target, fh []byte) ([8]byte, error) {
+	t.Helper()
+	type args struct {
+		rpc.Header
+		FH     []byte
+		Offset uint64
+		Count  uint32
+	}
+	res, err := tg.Call(&args{nfsHeader(nfsc.NFSProc3Commit), fh, 0, 0})
+	if err != nil {
+		t.Fatalf("COMMIT: %v", err)
+	}
+	var v [8]byte
+	if err := nfsStatusErr(res); err != nil {
+		return v, err
+	}
+	var body struct {
+		Wcc  nfsc.WccData
+		Verf uint64
+	}
+	if err := xdr.Read(res, &body); err != nil {
+		t.Fatalf("COMMIT reply: %v", err)
+	}
+	binary.BigEndian.PutUint64(v[:], body.Verf)
+	return v, nil
+}
+
+// nfsLink sends LINK3: a new name dir/name for the file fh.
+func nfsLink(tg *nfsc.Target, fh, dirFH []byte, name string) error {
+	type args struct {
+		rpc.Header
+		FH   []byte
+		Dir  []byte
+		Name string
+	}
+	res, err := tg.Call(&args{nfsHeader(15), fh, dirFH, name})
+	if err != nil {
+		return err
+	}
+	return nfsStatusErr(res)
+}
+
+// TestNFSUnstableWriteCommit: UNSTABLE writes are answered as UNSTABLE,
+// read back at once through the bridge, and made permanent by COMMIT: a
+// kill -9 of the bridge after COMMIT loses nothing, and the restarted
+// bridge answers with another write verifier, which tells clients to
+// resend what they had not committed.
+func TestNFSUnstableWriteCommit(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	tg := dialNFS(t, b.Addr)
+	f, err := tg.OpenFile("/u", 0o644)
+	mustOK(t, "create", err)
+	mustOK(t, "close", f.Close())
+	_, fh, err := tg.Lookup("/u")
+	mustOK(t, "lookup", err)
+
+	data := randBytes(300<<10+5, 3)
+	var verf [8]byte
+	for off := 0; off < len(data); off += 64 << 10 {
+		end := min(off+64<<10, len(data))
+		r, err := nfsWrite(t, tg, fh, uint64(off), data[off:end], 0)
+		mustOK(t, "unstable write", err)
+		if r.count != uint32(end-off) || r.committed != 0 {
+			t.Fatalf("WRITE answered count %d committed %d, want %d and UNSTABLE (0)", r.count, r.committed, end-off)
+		}
+		if off > 0 && r.verf != verf {
+			t.Fatal("the write verifier changed between two writes of one bridge")
+		}
+		verf = r.verf
+	}
+	// The bridge reads its own unstable writes.
+	if got, err := readByHandle(tg, fh, len(data)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read before COMMIT: %d bytes, err %v", len(got), err)
+	}
+	cv, err := nfsCommit(t, tg, fh)
+	mustOK(t, "commit", err)
+	if cv != verf {
+		t.Fatal("COMMIT's verifier differs from the WRITEs' of the same bridge")
+	}
+
+	// kill -9 right after COMMIT: what was committed is in PlasmaFS.
+	b.cmd.Process.Signal(syscall.SIGKILL)
+	<-b.done
+	if out := c.MustRun("cat", "/u"); out != string(data) {
+		t.Fatalf("after COMMIT and a kill -9 of the bridge PlasmaFS holds %d bytes, want %d", len(out), len(data))
+	}
+	b2 := startNFS(t, c)
+	tg2 := dialNFS(t, b2.Addr)
+	r, err := nfsWrite(t, tg2, fh, 0, data[:10], 0)
+	mustOK(t, "unstable write after restart", err)
+	if r.verf == verf {
+		t.Fatal("the restarted bridge answers with the same write verifier: clients would not resend uncommitted writes")
+	}
+	// A FILE_SYNC write is answered as such and is in PlasmaFS at once.
+	r, err = nfsWrite(t, tg2, fh, uint64(len(data)), []byte("tail"), 2)
+	mustOK(t, "stable write", err)
+	if r.committed != 2 {
+		t.Fatalf("FILE_SYNC write answered committed=%d", r.committed)
+	}
+	data = append(data, "tail"...)
+	b2.cmd.Process.Signal(syscall.SIGKILL)
+	<-b2.done
+	if out := c.MustRun("cat", "/u"); out != string(data) {
+		t.Fatalf("after a FILE_SYNC write and a kill -9 of the bridge PlasmaFS holds %d bytes, want %d", len(out), len(data))
+	}
+}
+
+// TestNFSLinkAndStatuses: LINK makes a second name of a file, and the
+// bridge's REMOVE, RMDIR and RENAME report the precise NFSv3 status.
+func TestNFSLinkAndStatuses(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	n := nfsTarget{dialNFS(t, b.Addr)}
+	mustOK(t, "mkdir", n.mkdir("d"))
+	mustOK(t, "write", n.writeFile("d/f", []byte("linked")))
+	mustOK(t, "link", n.link("d/f", "d/g"))
+	st, err := n.stat("d/g")
+	mustOK(t, "stat", err)
+	if st.nlink != 2 {
+		t.Fatalf("nlink %d after LINK, want 2", st.nlink)
+	}
+	if got, err := n.readFile("d/g"); err != nil || string(got) != "linked" {
+		t.Fatalf("read by the new name: %q %v", got, err)
+	}
+	if out := c.MustRun("stat", "/d/f"); !bytes.Contains([]byte(out), []byte("2")) {
+		t.Fatalf("plasma stat after NFS LINK: %s", out)
+	}
+	wantErrno(t, "link over an existing name", n.link("d/f", "d/g"), syscall.EEXIST)
+	wantErrno(t, "rmdir of a non-empty directory", n.rmdir("d"), syscall.ENOTEMPTY)
+	wantErrno(t, "rmdir of a file", n.rmdir("d/f"), syscall.ENOTDIR)
+	wantErrno(t, "remove of a missing name", n.remove("d/none"), syscall.ENOENT)
+	mustOK(t, "mkdir", n.mkdir("e"))
+	mustOK(t, "write", n.writeFile("e/x", []byte("x")))
+	wantErrno(t, "rename a directory over a non-empty one", n.rename("d", "e", false), syscall.ENOTEMPTY)
+	wantErrno(t, "rename a directory into itself", n.rename("d", "d/sub", false), syscall.EINVAL)
+}
