@@ -34,7 +34,7 @@ func cmdNFS(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	v := vfs.New(c, vfs.Options{Sync: !*async, ReadOnly: *ro, Owner: selfOwner(f)})
+	v := vfs.New(c, vfs.Options{Sync: !*async, WriteBack: true, ReadOnly: *ro, Owner: selfOwner(f)})
 	defer v.Close()
 	b, err := nfsbridge.New(ctx, v, *export)
 	if err != nil {

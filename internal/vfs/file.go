@@ -415,7 +415,7 @@ func (v *VFS) Write(ctx context.Context, fh uint64, p []byte, off int64) (int, e
 	if n > 0 {
 		st.dirty, st.mtime = true, time.Now()
 	}
-	if err == nil && v.opt.Sync {
+	if err == nil && v.opt.Sync && !v.opt.WriteBack {
 		err = st.commit(ctx, true)
 	}
 	return n, err

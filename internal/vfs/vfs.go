@@ -21,6 +21,11 @@ type Options struct {
 	// operations commit Durable, and every write and truncate of a file
 	// commits its transaction durably at once (as O_SYNC).
 	Sync bool
+	// WriteBack leaves file writes in the open file's transaction even
+	// with Sync, until Flush, Fsync or Release commits them: the NFS
+	// bridge, whose WRITE (stable or not) and COMMIT say when data must be
+	// durable.
+	WriteBack bool
 	// TTL is how long attributes and directory entries are cached
 	// (default DefaultTTL; negative: not at all).
 	TTL time.Duration
