@@ -212,3 +212,18 @@ func TestNFSLinkAndStatuses(t *testing.T) {
 	wantErrno(t, "rename a directory over a non-empty one", n.rename("d", "e", false), syscall.ENOTEMPTY)
 	wantErrno(t, "rename a directory into itself", n.rename("d", "d/sub", false), syscall.EINVAL)
 }
+
+// TestNFSLargeWrite: a client that writes as much per WRITE as FSINFO
+// allows (the Go client does) can write a file larger than one RPC
+// record may be.
+func TestNFSLargeWrite(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	n := nfsTarget{dialNFS(t, b.Addr)}
+	data := randBytes(9<<20+3, 5)
+	mustOK(t, "write 9 MiB", n.writeFile("big", data))
+	got, err := n.readFile("big")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (%v), want %d", len(got), err, len(data))
+	}
+}

@@ -24,6 +24,7 @@ const (
 	procRmdir  = 13
 	procRename = 14
 	procLink   = 15
+	procFSInfo = 19
 	procCommit = 21
 
 	mountProcDump    = 2
@@ -60,6 +61,8 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 			return b.nfsRmdir
 		case procRename:
 			return b.nfsRename
+		case procFSInfo:
+			return b.nfsFSInfo
 		}
 		if h.proc > procCommit {
 			return rejectWith(procUnavail)
@@ -467,6 +470,49 @@ func (b *Bridge) nfsRename(args []byte) ([]byte, uint32) {
 	e.u32(statusOf(err))
 	nfs.WriteWcc(&e, preOp(spre), b.attrs(ctx, sdir))
 	nfs.WriteWcc(&e, preOp(dpre), b.attrs(ctx, ddir))
+	return e.b, acceptSuccess
+}
+
+// transferSize is the READ and WRITE size the bridge advertises (go-nfs
+// says 1 GiB, which a client may take at its word and the interceptor
+// would refuse: a record is at most maxRecord). 1 MiB is also what the
+// Linux client uses at most.
+const transferSize = 1 << 20
+
+// nfsFSInfo answers FSINFO with sizes the bridge accepts.
+func (b *Bridge) nfsFSInfo(args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	fh := d.opaque()
+	if d.err != nil {
+		return nil, garbageArgs
+	}
+	ctx := context.Background()
+	var e xdrEncoder
+	ino, err := b.inoOf(fh)
+	var a *nfs.FileAttribute
+	if err == nil {
+		if a = b.attrs(ctx, ino); a == nil {
+			err = vfs.ErrStale
+		}
+	}
+	e.u32(statusOf(err))
+	nfs.WritePostOpAttrs(&e, a)
+	if err != nil {
+		return e.b, acceptSuccess
+	}
+	e.u32(transferSize) // rtmax
+	e.u32(transferSize) // rtpref
+	e.u32(4096)         // rtmult
+	e.u32(transferSize) // wtmax
+	e.u32(transferSize) // wtpref
+	e.u32(4096)         // wtmult
+	e.u32(64 << 10)     // dtpref: a READDIR reply of this many bytes
+	e.u32(1 << 30)      // maxfilesize: 2^62
+	e.u32(0)
+	e.u32(0) // time_delta: 1 ns
+	e.u32(1)
+	props := uint32(nfs.FSInfoPropertyLink | nfs.FSInfoPropertySymlink | nfs.FSInfoPropertyHomogeneous | nfs.FSInfoPropertyCanSetTime)
+	e.u32(props)
 	return e.b, acceptSuccess
 }
 
