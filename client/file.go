@@ -54,6 +54,12 @@ type File struct {
 	cacheIdx uint64 // last block read, for small sequential reads
 	cache    []byte
 
+	// Read-ahead of a sequential reader (readahead.go).
+	seqEnd  int64 // where the last read ended
+	seqRun  int   // reads in a row that began where the one before ended
+	ahead   map[uint64]*prefetched
+	aheadWG sync.WaitGroup
+
 	// FlushBlocks is how many dirty blocks are buffered before they are
 	// written out (default 64).
 	FlushBlocks int
@@ -291,6 +297,7 @@ func (f *File) readAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset", f.path)
 	}
+	start := off
 	n := 0
 	for n < len(p) && off < f.size {
 		idx := uint64(off / int64(f.bs))
@@ -302,6 +309,25 @@ func (f *File) readAt(p []byte, off int64) (int, error) {
 			copy(p[n:n+want], b[in:])
 		} else if f.cache != nil && f.cacheIdx == idx {
 			copy(p[n:n+want], f.cache[in:])
+		} else if pf := f.ahead[idx]; pf != nil {
+			delete(f.ahead, idx)
+			f.mu.Unlock()
+			<-pf.done
+			f.mu.Lock()
+			if f.closed {
+				return n, errEnded
+			}
+			if pf.err != nil {
+				continue // read it again the usual way
+			}
+			if _, ok := f.dirty[idx]; ok {
+				continue
+			}
+			if _, ok := f.inflight[idx]; ok {
+				continue
+			}
+			f.cache, f.cacheIdx = pf.buf, idx
+			copy(p[n:n+want], pf.buf[in:])
 		} else if in == 0 && want == f.bs && len(p)-n >= f.bs {
 			// A whole block: read it straight into the caller's buffer.
 			if err := f.readBlock(idx, p[n:n+f.bs], true); err != nil {
@@ -328,6 +354,7 @@ func (f *File) readAt(p []byte, off int64) (int, error) {
 		n += want
 		off += int64(want)
 	}
+	f.readAhead(start, off)
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -509,6 +536,7 @@ func (f *File) writeAt(p []byte, off int64) (int, error) {
 		if f.cacheIdx == idx {
 			f.cacheIdx = ^uint64(0)
 		}
+		delete(f.ahead, idx)
 	}
 	if len(f.dirty) >= f.FlushBlocks {
 		if err := f.startFlush(f.ctx); err != nil {
@@ -541,6 +569,7 @@ func (f *File) appendBlock(buf []byte, n int) error {
 	if old, ok := f.dirty[idx]; ok {
 		putBlockBuf(old)
 	}
+	delete(f.ahead, idx)
 	f.dirty[idx] = buf
 	f.pos += int64(n)
 	f.size = f.pos
@@ -586,6 +615,7 @@ func (f *File) Truncate(size int64) error {
 		}
 		f.loaded = false
 		f.cacheIdx = ^uint64(0)
+		clear(f.ahead)
 		// A partial last block keeps stale bytes past the new end; rewrite
 		// it zeroed so a later extension reads zeros there.
 		if size%int64(f.bs) != 0 {
@@ -766,13 +796,14 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 // dropping what is buffered (the transaction is being aborted).
 func (f *File) abandon() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.waitFlush()
 	for _, b := range f.dirty {
 		putBlockBuf(b)
 	}
 	f.dirty = map[uint64][]byte{}
 	f.closed = true
+	f.mu.Unlock()
+	f.aheadWG.Wait()
 }
 
 // Close flushes buffered writes; the file is unusable afterwards.
@@ -785,6 +816,7 @@ func (f *File) Close() error {
 	err := f.flush(f.ctx)
 	f.closed = true
 	f.mu.Unlock()
+	f.aheadWG.Wait()
 	f.tx.mu.Lock()
 	for i, g := range f.tx.files {
 		if g == f {
