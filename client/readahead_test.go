@@ -53,12 +53,13 @@ func TestReadAheadSeesOwnWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	copy(want[5*bs+100:], patch)
-	for ; off < 12*bs; off += len(chunk) {
-		read(off)
-	}
-	// A commit of the writes, then more sequential reads past them.
+	// Written out (no longer buffered): the reads must not fall back on
+	// what was fetched ahead before the write.
 	if err := f.Flush(ctx); err != nil {
 		t.Fatal(err)
+	}
+	for ; off < 12*bs; off += len(chunk) {
+		read(off)
 	}
 	if _, err := f.WriteAt(patch[:10], 14*bs); err != nil {
 		t.Fatal(err)

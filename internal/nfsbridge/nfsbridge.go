@@ -97,8 +97,8 @@ type Bridge struct {
 
 	// async: the VFS commits metadata operations Async (plasma nfs
 	// -async); otherwise each is durable before the reply.
-	async    bool
-	unstable *unstableTable
+	async bool
+	open  *openFiles
 
 	mu        sync.Mutex
 	verifiers map[uint64]listing // readdir listings by cookie verifier
@@ -122,17 +122,17 @@ func New(ctx context.Context, v *vfs.VFS, export string) (*Bridge, error) {
 	if !a.IsDir() {
 		return nil, fmt.Errorf("export %s: not a directory", export)
 	}
-	b := &Bridge{v: v, root: a.Ino, verifiers: map[uint64]listing{}, async: !v.Durable(), unstable: newUnstableTable()}
+	b := &Bridge{v: v, root: a.Ino, verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
 	b.fs = &billyFS{b: b}
 	return b, nil
 }
 
 // Serve serves NFSv3 and MOUNT on l until l is closed.
-// Writes still pending from UNSTABLE WRITEs are committed when it returns.
+// Files it holds open (and UNSTABLE writes) are committed when it returns.
 func (b *Bridge) Serve(l net.Listener) error {
 	ic := &interceptor{route: b.route}
 	err := nfs.Serve(ic.listener(l), &handler{b: b})
-	b.flushUnstable(context.Background())
+	b.closeAll()
 	return err
 }
 

@@ -19,6 +19,7 @@ import (
 // RMDIR and RENAME with precise statuses, MOUNT's EXPORT, DUMP and
 // UMNTALL, and the RPC-level errors for what nobody serves.
 const (
+	procRead   = 6
 	procWrite  = 7
 	procRemove = 12
 	procRmdir  = 13
@@ -35,11 +36,12 @@ const (
 	unstable = 0
 	fileSync = 2
 
-	// unstableIdle: an UNSTABLE write's file is committed (not durably)
-	// and closed after this long without another write or a COMMIT, so
-	// that other PlasmaFS clients see the data even from an NFS client
-	// that never commits.
-	unstableIdle = 2 * time.Second
+	// openIdle: a file the bridge holds open is committed and closed
+	// after this long without a READ, WRITE or COMMIT: other PlasmaFS
+	// clients see UNSTABLE writes of an NFS client that never commits,
+	// and the bridge's reads see other clients' changes (like an
+	// attribute cache's timeout).
+	openIdle = time.Second
 )
 
 func (b *Bridge) route(h rpcCallHeader) procHandler {
@@ -49,6 +51,8 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 			return rejectWith(progMismatch)
 		}
 		switch h.proc {
+		case procRead:
+			return b.nfsRead
 		case procWrite:
 			return b.nfsWrite
 		case procCommit:
@@ -184,76 +188,152 @@ func preOp(a *nfs.FileAttribute) *nfs.FileCacheAttribute {
 	return a.AsCache()
 }
 
-// ---- WRITE and COMMIT
+// ---- READ, WRITE and COMMIT
 
-// unstableFile is a file with UNSTABLE writes not yet committed: they sit
-// in the VFS's open-file transaction (read back by every NFS client of
-// this bridge) until COMMIT, a stable write or the idle timer commits it.
-type unstableFile struct {
+// openFile is a file the bridge holds open between READs and WRITEs: each
+// NFS request would otherwise open and close it, beginning and ending a
+// transaction every time (go-nfs's own READ and WRITE do). UNSTABLE writes
+// stay in it (in the VFS's open-file transaction, read back at once by
+// every client of the bridge) until COMMIT, a stable write or the idle
+// timer commits them.
+type openFile struct {
 	fh    uint64
+	busy  int // requests using fh; the idle timer runs only at 0
 	timer *time.Timer
 }
 
-type unstableTable struct {
+type openFiles struct {
 	mu    sync.Mutex
-	files map[uint64]*unstableFile
+	files map[uint64]*openFile
 	verf  [8]byte // changes at every start of the bridge (RFC 1813 writeverf3)
 }
 
-func newUnstableTable() *unstableTable {
-	t := &unstableTable{files: map[uint64]*unstableFile{}}
+func newOpenFiles() *openFiles {
+	t := &openFiles{files: map[uint64]*openFile{}}
 	if _, err := rand.Read(t.verf[:]); err != nil {
-		binVerf := time.Now().UnixNano()
+		now := time.Now().UnixNano()
 		for i := range t.verf {
-			t.verf[i] = byte(binVerf >> (8 * i))
+			t.verf[i] = byte(now >> (8 * i))
 		}
 	}
 	return t
 }
 
-// open returns the handle of ino's pending writes, opening it if needed;
-// the idle timer is stopped until done is called.
-func (b *Bridge) openUnstable(ctx context.Context, ino uint64) (*unstableFile, error) {
-	t := b.unstable
+// useFile returns ino's open file, opening it if needed; the caller calls
+// doneFile when its request is answered.
+func (b *Bridge) useFile(ctx context.Context, ino uint64) (*openFile, error) {
+	t := b.open
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if u := t.files[ino]; u != nil {
-		u.timer.Stop()
-		return u, nil
+	if f := t.files[ino]; f != nil {
+		f.busy++
+		f.timer.Stop()
+		return f, nil
 	}
 	fh, err := b.v.Open(ctx, ino, os.O_RDWR)
+	if e := vfs.Errno(err); e == syscall.EACCES || e == syscall.EPERM || e == syscall.EROFS {
+		// Readable only: WRITEs through this handle fail as they should.
+		fh, err = b.v.Open(ctx, ino, os.O_RDONLY)
+	}
 	if err != nil {
 		return nil, err
 	}
-	u := &unstableFile{fh: fh}
-	u.timer = time.AfterFunc(time.Hour, func() { b.closeUnstable(context.Background(), ino, u, false) })
-	u.timer.Stop()
-	t.files[ino] = u
-	return u, nil
+	f := &openFile{fh: fh, busy: 1}
+	f.timer = time.AfterFunc(time.Hour, func() { b.closeIdle(ino, f) })
+	f.timer.Stop()
+	t.files[ino] = f
+	return f, nil
 }
 
-// closeUnstable commits ino's pending writes (durably if durable) and
-// releases its handle, if u is still ino's entry.
-func (b *Bridge) closeUnstable(ctx context.Context, ino uint64, u *unstableFile, durable bool) error {
-	t := b.unstable
+func (b *Bridge) doneFile(f *openFile) {
+	b.open.mu.Lock()
+	defer b.open.mu.Unlock()
+	if f.busy--; f.busy == 0 {
+		f.timer.Reset(openIdle)
+	}
+}
+
+// closeIdle commits what the file holds (durably if the bridge is not
+// async) and closes it, unless a request uses it again.
+func (b *Bridge) closeIdle(ino uint64, f *openFile) {
+	t := b.open
 	t.mu.Lock()
-	if t.files[ino] != u {
+	if t.files[ino] != f || f.busy > 0 {
 		t.mu.Unlock()
-		return nil
+		return
 	}
 	delete(t.files, ino)
-	u.timer.Stop()
 	t.mu.Unlock()
-	var err error
-	if durable {
-		err = b.v.Fsync(ctx, u.fh)
+	ctx := context.Background()
+	b.v.Flush(ctx, f.fh)
+	b.v.Release(ctx, f.fh)
+}
+
+// closeAll commits and closes every open file (at shutdown).
+func (b *Bridge) closeAll() {
+	b.open.mu.Lock()
+	files := make(map[uint64]*openFile, len(b.open.files))
+	for ino, f := range b.open.files {
+		files[ino] = f
+		f.timer.Stop()
+	}
+	b.open.mu.Unlock()
+	for ino, f := range files {
+		b.closeIdle(ino, f)
+	}
+}
+
+func (b *Bridge) nfsRead(args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	fh := d.opaque()
+	off := d.u64()
+	count := d.u32()
+	if d.err != nil {
+		return nil, garbageArgs
+	}
+	ctx := context.Background()
+	var e xdrEncoder
+	ino, err := b.inoOf(fh)
+	var a vfs.Attr
+	if err == nil {
+		a, err = b.v.GetAttr(ctx, ino)
+	}
+	if err == nil && a.IsDir() {
+		err = syscall.EISDIR
+	}
+	if err != nil {
+		e.u32(statusOf(err))
+		nfs.WritePostOpAttrs(&e, b.attrs(ctx, ino))
+		return e.b, acceptSuccess
+	}
+	count = min(count, transferSize)
+	var buf []byte
+	var n int
+	if off < uint64(a.Size) {
+		f, err := b.useFile(ctx, ino)
+		if err == nil {
+			buf = make([]byte, min(uint64(count), uint64(a.Size)-off))
+			n, err = b.v.Read(ctx, f.fh, buf, int64(off))
+			b.doneFile(f)
+		}
+		if err != nil && n == 0 {
+			e.u32(statusOf(err))
+			nfs.WritePostOpAttrs(&e, b.attrs(ctx, ino))
+			return e.b, acceptSuccess
+		}
+	}
+	post := b.attrs(ctx, ino)
+	eof := post == nil || off+uint64(n) >= post.Filesize
+	e.u32(uint32(nfs.NFSStatusOk))
+	nfs.WritePostOpAttrs(&e, post)
+	e.u32(uint32(n))
+	if eof {
+		e.u32(1)
 	} else {
-		err = b.v.Flush(ctx, u.fh)
+		e.u32(0)
 	}
-	if err2 := b.v.Release(ctx, u.fh); err == nil {
-		err = err2
-	}
-	return err
+	e.opaque(buf[:n])
+	return e.b, acceptSuccess
 }
 
 func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
@@ -292,37 +372,35 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 		return fail(syscall.EFBIG, nil, ino)
 	}
 	pre := nfs.ToFileAttribute(b.fs.info("", a), "")
-	u, err := b.openUnstable(ctx, ino)
+	f, err := b.useFile(ctx, ino)
 	if err != nil {
 		return fail(err, pre, ino)
 	}
-	n, err := b.v.Write(ctx, u.fh, data, int64(off))
+	defer b.doneFile(f)
+	n, err := b.v.Write(ctx, f.fh, data, int64(off))
 	if err != nil {
-		b.closeUnstable(ctx, ino, u, false)
 		return fail(err, pre, ino)
 	}
 	committed := uint32(unstable)
 	switch {
 	case how != unstable && !b.async:
 		// DATA_SYNC and FILE_SYNC: durable before the reply.
-		if err := b.closeUnstable(ctx, ino, u, true); err != nil {
+		if err := b.v.Fsync(ctx, f.fh); err != nil {
 			return fail(err, pre, ino)
 		}
 		committed = fileSync
 	case how != unstable:
 		// -async: committed (visible to every client) but not yet
 		// durable, which the reply says; the client's COMMIT makes it so.
-		if err := b.closeUnstable(ctx, ino, u, false); err != nil {
+		if err := b.v.Flush(ctx, f.fh); err != nil {
 			return fail(err, pre, ino)
 		}
-	default:
-		u.timer.Reset(unstableIdle)
 	}
 	e.u32(uint32(nfs.NFSStatusOk))
 	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, ino))
 	e.u32(uint32(n))
 	e.u32(committed)
-	e.b = append(e.b, b.unstable.verf[:]...)
+	e.b = append(e.b, b.open.verf[:]...)
 	return e.b, acceptSuccess
 }
 
@@ -340,40 +418,26 @@ func (b *Bridge) nfsCommit(args []byte) ([]byte, uint32) {
 	var e xdrEncoder
 	ino, err := b.inoOf(fh)
 	if err == nil {
-		b.unstable.mu.Lock()
-		u := b.unstable.files[ino]
-		if u != nil {
-			u.timer.Stop()
+		b.open.mu.Lock()
+		f := b.open.files[ino]
+		if f != nil {
+			f.busy++
+			f.timer.Stop()
 		}
-		b.unstable.mu.Unlock()
-		if u != nil {
-			err = b.closeUnstable(ctx, ino, u, true)
+		b.open.mu.Unlock()
+		if f != nil {
+			err = b.v.Fsync(ctx, f.fh)
+			b.doneFile(f)
 		} else {
 			err = b.v.FsyncDir(ctx)
 		}
 	}
-	if err != nil {
-		e.u32(statusOf(err))
-		nfs.WriteWcc(&e, nil, b.attrs(ctx, ino))
-		return e.b, acceptSuccess
-	}
-	e.u32(uint32(nfs.NFSStatusOk))
+	e.u32(statusOf(err))
 	nfs.WriteWcc(&e, nil, b.attrs(ctx, ino))
-	e.b = append(e.b, b.unstable.verf[:]...)
+	if err == nil {
+		e.b = append(e.b, b.open.verf[:]...)
+	}
 	return e.b, acceptSuccess
-}
-
-// flushUnstable commits every file's pending writes (at shutdown).
-func (b *Bridge) flushUnstable(ctx context.Context) {
-	b.unstable.mu.Lock()
-	files := make(map[uint64]*unstableFile, len(b.unstable.files))
-	for ino, u := range b.unstable.files {
-		files[ino] = u
-	}
-	b.unstable.mu.Unlock()
-	for ino, u := range files {
-		b.closeUnstable(ctx, ino, u, false)
-	}
 }
 
 // ---- namespace procedures with precise statuses
