@@ -84,6 +84,7 @@ lines.append("Ratios are ours ÷ reference (higher is better). Absolute seed fig
 
 sections = [
     ("seq", "Sequential put/get/cat (seed 000, test 1)"),
+    ("nfs", "A large file through the NFSv3 bridge with libnfs's nfs-cp, beside plasma put/get (issue 10: ≥ 0.60)"),
     ("parallel-cat", "Parallel cats of one file (seed 000, test 2)"),
     ("random", "Random block reads without the namenode (seed 000, test 3)"),
     ("lookup", "Namenode lookups (seed 000, test 4)"),

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv|mr|build [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv|mr|build|nfs [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
 func intList(s string) ([]int, error) {
@@ -30,7 +30,7 @@ func intList(s string) ([]int, error) {
 
 func cmdBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, security, kv, mr, build")
+		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, security, kv, mr, build, nfs")
 	}
 	which := args[0]
 	if which == "warm-memory" {
@@ -78,8 +78,8 @@ func cmdBench(ctx context.Context, args []string) error {
 	asJSON := f.Bool("json", false, "print JSON")
 	localDir := f.String("localdir", os.TempDir(), "directory for local reference files (put it on the datanodes' disk)")
 	var size int64 = 2 << 30
-	f.Var(sizeFlag{&size}, "size", "seq: file size")
-	runs := f.Int("runs", 3, "seq: repetitions (medians reported)")
+	f.Var(sizeFlag{&size}, "size", "seq, nfs: file size")
+	runs := f.Int("runs", 3, "seq, nfs: repetitions (medians reported)")
 	repsFlag := f.String("reps", "1,2", "seq: replication factors")
 	n := f.Int("n", 10000, "operations (per client)")
 	clientsFlag := f.String("P", "1", "clients, comma-separated list (lookup, create), or count (parallel-cat)")
@@ -117,6 +117,10 @@ func cmdBench(ctx context.Context, args []string) error {
 		}
 		rep, err = bench.Seq(ctx, c, bench.SeqOptions{Size: size, LocalDir: *localDir, Runs: *runs, Reps: reps})
 		if err != nil {
+			return err
+		}
+	case "nfs":
+		if rep, err = bench.NFS(ctx, c, bench.NFSOptions{Size: size, LocalDir: *localDir, Runs: *runs}); err != nil {
 			return err
 		}
 	case "lookup":

@@ -17,8 +17,9 @@ func cmdNFS(ctx context.Context, args []string) error {
 	f := newFlags("nfs", "-listen HOST:PORT [-export /path] [-async] [-ro]",
 		"Serve a PlasmaFS directory over NFSv3, NFS and MOUNT on one TCP port (no portmapper). File handles\n"+
 			"are inode numbers: they survive a restart of the bridge and renames. Writes and metadata operations\n"+
-			"are durable before the reply (RFC 1813) unless -async. With libnfs, use\n"+
-			"nfs://HOST/?nfsport=PORT&mountport=PORT&auto-traverse-mounts=0 (root-level files: nfs://HOST//file?...).", true)
+			"are durable before the reply (RFC 1813) unless -async; UNSTABLE writes are made durable by COMMIT,\n"+
+			"FILE_SYNC writes before the reply. With libnfs, use nfs://HOST/?nfsport=PORT&mountport=PORT\n"+
+			"(root-level files: nfs://HOST//file?...).", true)
 	listen := f.String("listen", "127.0.0.1:2049", "address to listen on")
 	export := f.String("export", "/", "PlasmaFS directory to export")
 	async := f.Bool("async", false, "acknowledge writes and metadata operations once applied, durable within the namenode's window")

@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/nfsbridge"
+	"github.com/plasmafs/plasma/internal/vfs"
+)
+
+// NFSOptions configure the NFS bridge benchmark.
+type NFSOptions struct {
+	Size     int64  // file size
+	LocalDir string // where the local source and copies go
+	Runs     int    // repetitions; medians of per-pair ratios are reported
+}
+
+// NFS measures a large file copied into and out of PlasmaFS through the
+// NFSv3 bridge by libnfs's nfs-cp (a client nobody here wrote), each right
+// after the same copy by the native client (plasma put and get), which is
+// the reference: the ratio is what the bridge costs. The bridge runs in
+// this process, as 'plasma nfs' would beside the client.
+func NFS(ctx context.Context, c *client.Client, o NFSOptions) (*Report, error) {
+	if _, err := exec.LookPath("nfs-cp"); err != nil {
+		return nil, fmt.Errorf("nfs-cp not found: install libnfs-utils (apt-get install -y libnfs-utils)")
+	}
+	rep := &Report{Bench: "nfs", Started: time.Now(), Params: fmt.Sprintf("size=%d runs=%d localdir=%s", o.Size, o.Runs, o.LocalDir)}
+	src := filepath.Join(o.LocalDir, "plasma-bench-nfs-src")
+	if err := makeRandomFile(src, o.Size); err != nil {
+		return nil, err
+	}
+	defer os.Remove(src)
+	dst := filepath.Join(o.LocalDir, "plasma-bench-nfs-copy")
+	defer os.Remove(dst)
+
+	v := vfs.New(c, vfs.Options{Sync: true, WriteBack: true})
+	defer v.Close()
+	b, err := nfsbridge.New(ctx, v, "/")
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(l) }()
+	defer func() { l.Close(); <-served }()
+	port := l.Addr().(*net.TCPAddr).Port
+	url := func(name string) string {
+		return fmt.Sprintf("nfs://127.0.0.1/%s?nfsport=%d&mountport=%d", name, port, port)
+	}
+	nfsCp := func(from, to string) error {
+		os.Remove(dst)
+		out, err := exec.CommandContext(ctx, "nfs-cp", from, to).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nfs-cp %s %s: %v: %s", from, to, err, out)
+		}
+		return nil
+	}
+	type series struct{ ours, ref, ratio []float64 }
+	res := map[string]*series{"write": {}, "read": {}}
+	pair := func(key string, ref, ours func() error) error {
+		dr, err := timeIt(ref)
+		if err != nil {
+			return fmt.Errorf("%s reference: %w", key, err)
+		}
+		do, err := timeIt(ours)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		s := res[key]
+		r, m := mbps(o.Size, dr), mbps(o.Size, do)
+		s.ref, s.ours, s.ratio = append(s.ref, r), append(s.ours, m), append(s.ratio, m/r)
+		return nil
+	}
+	const native, viaNFS = "/plasma-bench-nfs-put", "/plasma-bench-nfs-cp"
+	for run := 0; run < o.Runs; run++ {
+		removeIfExists(ctx, c, native)
+		removeIfExists(ctx, c, viaNFS)
+		put := func() error {
+			f, err := os.Open(src)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = c.CopyIn(ctx, f, native, client.CopyOptions{CommitEvery: 1 << 30})
+			return err
+		}
+		get := func() error {
+			os.Remove(dst)
+			lf, err := os.Create(dst)
+			if err != nil {
+				return err
+			}
+			defer lf.Close()
+			return getTo(ctx, c, native, lf)
+		}
+		if err := pair("write", put, func() error { return nfsCp(src, url("/"+viaNFS)) }); err != nil {
+			return nil, err
+		}
+		if err := pair("read", get, func() error { return nfsCp(url("/"+viaNFS), dst) }); err != nil {
+			return nil, err
+		}
+	}
+	removeIfExists(ctx, c, native)
+	removeIfExists(ctx, c, viaNFS)
+	for _, k := range []struct{ key, name, ref string }{
+		{"write", "nfs-cp into the bridge", "plasma put"},
+		{"read", "nfs-cp out of the bridge", "plasma get"},
+	} {
+		s := res[k.key]
+		rep.add(Result{Name: k.name, Unit: "MB/s", Ours: median(s.ours), RefName: k.ref, Ref: median(s.ref),
+			Note: "ratio: median of per-pair ratios (goal ≥ 0.60)"})
+		rep.Results[len(rep.Results)-1].Ratio = median(s.ratio)
+	}
+	return rep, nil
+}
