@@ -55,7 +55,7 @@ const (
 	sqlPutNode    = `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
 )
 
-const sqlTouch = `UPDATE inodes SET mtime = $2 WHERE ino = $1 AND mtime < $2`
+const sqlTouch = `UPDATE inodes SET mtime = $2, ctime = max(ctime, $2) WHERE ino = $1 AND mtime < $2`
 
 var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode}
 

@@ -48,7 +48,7 @@ type Change struct {
 	Blocks   map[uint64][]wire.Extent
 	PutNodes []Datanode
 	InoLimit uint64 // raise the inode limit to this (0: unchanged)
-	// Touch raises the mtime of directories whose entries changed; it
+	// Touch raises the mtime (and with it the ctime) of directories whose entries changed; it
 	// needs no lock and must not overwrite other attributes.
 	Touch map[uint64]int64
 	// LogSeq records that the store now holds the namenode's commit log

@@ -30,7 +30,7 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 	now := time.Now().UnixNano()
 	for parent := range tx.touched {
 		if a, own := tx.inodes[parent]; own {
-			a.Mtime = now
+			a.Mtime, a.Ctime = now, max(a.Ctime, now)
 			continue
 		}
 		// A directory's mtime is raised without a lock (last commit wins);
@@ -75,7 +75,7 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	}
 	for ino, mt := range c.Touch {
 		if in := n.inodes[ino]; in != nil && in.attr.Mtime < mt {
-			in.attr.Mtime = mt
+			in.attr.Mtime, in.attr.Ctime = mt, max(in.attr.Ctime, mt)
 		}
 	}
 	for _, k := range c.DelEntries {

@@ -885,6 +885,7 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 		} else {
 			ma.Nlink--
 		}
+		ma.Ctime = time.Now().UnixNano()
 	}
 	n.setEntry(tx, sp, sname, 0)
 	n.setEntry(tx, dp, dname, src)
@@ -1047,6 +1048,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	}
 	a.Seq++
 	a.Mtime = time.Now().UnixNano()
+	a.Ctime = a.Mtime
 	return &wire.Response{}, nil
 }
 

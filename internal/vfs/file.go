@@ -217,6 +217,9 @@ func (v *VFS) pinnedAttr(ino uint64) (Attr, bool) {
 	a.Size = st.f.Size()
 	if st.dirty {
 		a.Mtime = st.mtime
+		if a.Ctime.Before(st.mtime) {
+			a.Ctime = st.mtime
+		}
 	}
 	return a, true
 }
@@ -229,7 +232,11 @@ func (v *VFS) overlay(a Attr) Attr {
 	if o, ok := v.openAttr(a.Ino); ok {
 		a.Size = o.Size
 		if !o.Mtime.IsZero() {
+			// A write or truncate changes both times.
 			a.Mtime = o.Mtime
+			if a.Ctime.Before(o.Mtime) {
+				a.Ctime = o.Mtime
+			}
 		}
 	}
 	return a
