@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
@@ -103,6 +104,23 @@ func (tx *Txn) MkdirAt(ctx context.Context, dir uint64, name string, mode fs.Fil
 func (tx *Txn) SymlinkAt(ctx context.Context, target string, dir uint64, name string) (FileInfo, error) {
 	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Path2: target,
 		Type: wire.TypeSymlink, User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+}
+
+// MknodAt creates the special file name in directory dir: a FIFO, a
+// socket or a device node (rdev is the device's number, Linux dev_t).
+// Such files hold no data in PlasmaFS; the kernel of each client gives
+// them their meaning.
+func (tx *Txn) MknodAt(ctx context.Context, dir uint64, name string, typ FileType, mode fs.FileMode, rdev uint64) (FileInfo, error) {
+	q := &wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.FileType(typ),
+		Mode: UnixBits(mode), User: tx.c.cfg.User, Group: tx.c.cfg.Group}
+	switch typ {
+	case TypeFIFO, TypeSocket:
+	case TypeCharDevice, TypeBlockDevice:
+		q.Path2 = strconv.FormatUint(rdev, 10)
+	default:
+		return FileInfo{}, &Error{Code: ErrorCode(wire.ErrCodeInvalid), Msg: name + ": mknod of a " + typ.String()}
+	}
+	return tx.attrCall(ctx, q)
 }
 
 // LinkAt makes name in directory dir another name of inode ino.

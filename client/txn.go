@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,6 +22,10 @@ const (
 	TypeFile FileType = 1 + iota
 	TypeDir
 	TypeSymlink
+	TypeFIFO        // named pipe (no data in PlasmaFS)
+	TypeSocket      // Unix socket name (no data in PlasmaFS)
+	TypeCharDevice  // device node: FileInfo.Rdev names the device
+	TypeBlockDevice // device node: FileInfo.Rdev names the device
 )
 
 // The client's file types are the protocol's (checked at compile time).
@@ -28,6 +33,7 @@ var (
 	_ [0]struct{} = [FileType(wire.TypeFile) - TypeFile]struct{}{}
 	_ [0]struct{} = [FileType(wire.TypeDir) - TypeDir]struct{}{}
 	_ [0]struct{} = [FileType(wire.TypeSymlink) - TypeSymlink]struct{}{}
+	_ [0]struct{} = [FileType(wire.TypeBlockDevice) - TypeBlockDevice]struct{}{}
 )
 
 // UnixMode turns Unix mode bits (07777) into an fs.FileMode: the
@@ -78,6 +84,7 @@ type FileInfo struct {
 	Blocksize int    // filesystem blocksize
 	Seq       uint64 // data version, bumped on every data change
 	Target    string // symlink target
+	Rdev      uint64 // device nodes: the device number (Linux dev_t)
 }
 
 // IsDir reports whether the inode is a directory.
@@ -87,9 +94,15 @@ func infoOf(a *wire.Attr) FileInfo {
 	if a == nil {
 		return FileInfo{}
 	}
-	return FileInfo{Ino: a.Ino, Type: FileType(a.Type), Mode: UnixMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
+	fi := FileInfo{Ino: a.Ino, Type: FileType(a.Type), Mode: UnixMode(a.Mode), User: a.User, Group: a.Group, Size: a.Size,
 		Nlink: a.Nlink, Mtime: time.Unix(0, a.Mtime), Ctime: time.Unix(0, a.Ctime), Rep: int(a.Rep),
 		Blocksize: int(a.Blocksize), Seq: a.Seq, Target: a.Target}
+	if fi.Type == TypeCharDevice || fi.Type == TypeBlockDevice {
+		// The protocol keeps a device's number as its decimal target.
+		fi.Rdev, _ = strconv.ParseUint(a.Target, 10, 64)
+		fi.Target = ""
+	}
+	return fi
 }
 
 // DirEntry is one name in a directory.

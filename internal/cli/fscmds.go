@@ -339,6 +339,14 @@ func typeChar(t client.FileType) byte {
 		return 'd'
 	case client.TypeSymlink:
 		return 'l'
+	case client.TypeFIFO:
+		return 'p'
+	case client.TypeSocket:
+		return 's'
+	case client.TypeCharDevice:
+		return 'c'
+	case client.TypeBlockDevice:
+		return 'b'
 	}
 	return '-'
 }

@@ -11,7 +11,6 @@ package fusefs
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -106,6 +105,7 @@ func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 		ct = mt
 	}
 	out.SetTimes(&mt, &mt, &ct)
+	out.Rdev = uint32(a.Rdev)
 	out.Blksize = uint32(a.Blocksize)
 	if out.Blksize == 0 {
 		out.Blksize = 4096
@@ -179,20 +179,6 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Attr
 	return fuse.OK
 }
 
-// Mknod creates regular files only (other types: EPERM).
-func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	if in.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fuse.EPERM
-	}
-	a, fh, err := fs.v.Create(ctx(), in.NodeId, name, in.Mode&0o7777, os.O_EXCL|os.O_RDONLY)
-	if err != nil {
-		return status(err)
-	}
-	fs.v.Release(ctx(), fh)
-	fs.fillEntry(a, out)
-	return fuse.OK
-}
-
 // Mkdir answers MKDIR.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	a, err := fs.v.Mkdir(ctx(), in.NodeId, name, in.Mode&0o7777)
@@ -240,6 +226,16 @@ func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fu
 // Symlink answers SYMLINK.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
 	a, err := fs.v.Symlink(ctx(), h.NodeId, name, target)
+	if err != nil {
+		return status(err)
+	}
+	fs.fillEntry(a, out)
+	return fuse.OK
+}
+
+// Mknod answers MKNOD (FIFOs, sockets, device nodes; regular files).
+func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := fs.v.Mknod(ctx(), in.NodeId, name, in.Mode, uint64(in.Rdev))
 	if err != nil {
 		return status(err)
 	}
@@ -343,15 +339,7 @@ func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Dir
 	return fs.readDir(in, out, true)
 }
 
-func typeMode(t client.FileType) uint32 {
-	switch t {
-	case client.TypeDir:
-		return syscall.S_IFDIR
-	case client.TypeSymlink:
-		return syscall.S_IFLNK
-	}
-	return syscall.S_IFREG
-}
+func typeMode(t client.FileType) uint32 { return vfs.TypeMode(t) }
 
 // readDir lists from offset in.Offset: 0 is ".", 1 "..", then the
 // directory's entries in name order; an entry's offset is its position

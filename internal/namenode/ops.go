@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -520,6 +521,18 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 		a.Mode = 0777
 		a.Target = q.Path2
 		a.Size = int64(len(q.Path2))
+	case wire.TypeFIFO, wire.TypeSocket:
+		if q.Mode == 0 {
+			a.Mode = 0644
+		}
+	case wire.TypeCharDevice, wire.TypeBlockDevice:
+		if _, err := strconv.ParseUint(q.Path2, 10, 64); err != nil {
+			return nil, fail(wire.ErrCodeInvalid, "%s: bad device number %q", q.Path, q.Path2)
+		}
+		if q.Mode == 0 {
+			a.Mode = 0644
+		}
+		a.Target = q.Path2
 	default:
 		return nil, fail(wire.ErrCodeInvalid, "%s: bad file type %d", q.Path, q.Type)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"math/rand/v2"
+	"os"
 	"path"
 	"sync"
 	"syscall"
@@ -537,6 +538,44 @@ func (v *VFS) Symlink(ctx context.Context, dir uint64, name, target string) (Att
 	return a, nil
 }
 
+// Mknod creates a FIFO, a socket or a device node (mode holds the
+// S_IFMT type and the permission bits; rdev the device number).
+func (v *VFS) Mknod(ctx context.Context, dir uint64, name string, mode uint32, rdev uint64) (Attr, error) {
+	if err := v.writable(); err != nil {
+		return Attr{}, err
+	}
+	var typ client.FileType
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		typ = client.TypeFIFO
+	case syscall.S_IFSOCK:
+		typ = client.TypeSocket
+	case syscall.S_IFCHR:
+		typ = client.TypeCharDevice
+	case syscall.S_IFBLK:
+		typ = client.TypeBlockDevice
+	case syscall.S_IFREG, 0:
+		a, fh, err := v.Create(ctx, dir, name, mode&0o7777, os.O_EXCL)
+		if err == nil {
+			err = v.Release(ctx, fh)
+		}
+		return a, err
+	default:
+		return Attr{}, syscall.EINVAL
+	}
+	var a Attr
+	var err error
+	err = v.auto(ctx, func(tx *client.Txn) error {
+		a, err = tx.MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
+		return err
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	v.created(dir, name, a)
+	return a, nil
+}
+
 // Readlink returns the target of symbolic link ino.
 func (v *VFS) Readlink(ctx context.Context, ino uint64) (string, error) {
 	a, err := v.GetAttr(ctx, ino)
@@ -714,6 +753,14 @@ func typeBits(t client.FileType) fs.FileMode {
 		return fs.ModeDir
 	case client.TypeSymlink:
 		return fs.ModeSymlink
+	case client.TypeFIFO:
+		return fs.ModeNamedPipe
+	case client.TypeSocket:
+		return fs.ModeSocket
+	case client.TypeCharDevice:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case client.TypeBlockDevice:
+		return fs.ModeDevice
 	}
 	return 0
 }
@@ -727,7 +774,26 @@ func UnixMode(a Attr) uint32 {
 	case client.TypeSymlink:
 		return m | syscall.S_IFLNK
 	}
-	return m | syscall.S_IFREG
+	return m | TypeMode(a.Type)
+}
+
+// TypeMode returns the S_IFMT bits of a file type.
+func TypeMode(t client.FileType) uint32 {
+	switch t {
+	case client.TypeDir:
+		return syscall.S_IFDIR
+	case client.TypeSymlink:
+		return syscall.S_IFLNK
+	case client.TypeFIFO:
+		return syscall.S_IFIFO
+	case client.TypeSocket:
+		return syscall.S_IFSOCK
+	case client.TypeCharDevice:
+		return syscall.S_IFCHR
+	case client.TypeBlockDevice:
+		return syscall.S_IFBLK
+	}
+	return syscall.S_IFREG
 }
 
 // FileMode returns the io/fs mode of attributes.

@@ -80,6 +80,14 @@ const (
 	TypeFile FileType = 1 + iota
 	TypeDir
 	TypeSymlink
+	// Special files: they have no data in PlasmaFS (a FIFO or socket is
+	// the kernel's business on each client; a device node names a device
+	// of the machine that opens it). A device's number (Linux dev_t) is
+	// kept as the decimal Target.
+	TypeFIFO
+	TypeSocket
+	TypeCharDevice
+	TypeBlockDevice
 )
 
 func (t FileType) String() string {
@@ -90,6 +98,14 @@ func (t FileType) String() string {
 		return "directory"
 	case TypeSymlink:
 		return "symlink"
+	case TypeFIFO:
+		return "fifo"
+	case TypeSocket:
+		return "socket"
+	case TypeCharDevice:
+		return "character device"
+	case TypeBlockDevice:
+		return "block device"
 	}
 	return "unknown"
 }
