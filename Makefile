@@ -15,13 +15,15 @@ run: build
 
 test: deps build check race integration fuzz
 
-# What the tests need beyond Go: a real NFS client (libnfs-utils) and a C
-# toolchain for the build-through-a-mount test. FUSE needs no package
-# (mount(2) directly, as root).
+# What the tests need beyond Go: a real NFS client (libnfs-utils), a C
+# toolchain for the build-through-a-mount test, and the programs the mount
+# tests drive (git, rsync, sqlite3). FUSE needs no package (mount(2)
+# directly, as root).
 deps:
-	@command -v nfs-cp >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 && command -v make >/dev/null 2>&1 || { \
-		echo "== installing test dependencies (libnfs-utils gcc make)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make; }
+	@for c in nfs-cp gcc make git rsync sqlite3; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	[ -z "$$missing" ] || { \
+		echo "== installing test dependencies (libnfs-utils gcc make git rsync sqlite3)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make git rsync sqlite3; }
 
 check:
 	@echo "== gofmt / go vet"

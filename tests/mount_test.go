@@ -147,7 +147,8 @@ func makeTree(t *testing.T, root string) {
 }
 
 // TestMountPrograms: programs nobody here wrote, through the mount: cp -r
-// in and out, tar x and tar c, a make + gcc build of a few C files.
+// and cp -a in and out, tar x and tar c, a make + gcc build of a few C
+// files, rsync -a twice, git clone/commit/gc/fsck, sqlite3.
 func TestMountPrograms(t *testing.T) {
 	needFUSE(t)
 	c := clustertest.Start(t, clustertest.Options{})
@@ -208,5 +209,77 @@ func TestMountPrograms(t *testing.T) {
 			t.Fatalf("second make rebuilt: %s", out)
 		}
 	})
+	t.Run("cp-a", func(t *testing.T) {
+		// Modes, times and symlinks survive a cp -a in and out.
+		mustOK(t, "chmod", os.Chmod(filepath.Join(src, "dir0"), 0o751))
+		run(t, work, "cp -a "+src+" "+m.Path("cpa")+" && cp -a "+m.Path("cpa")+" cpa-back")
+		list := "find . -printf '%y %m %TY-%Tm-%Td-%TH:%TM:%TS %s %l %p\\n' | sort"
+		if a, b := run(t, src, list), run(t, filepath.Join(work, "cpa-back"), list); a != b {
+			t.Fatalf("cp -a through the mount changed the tree:\n%s\nvs\n%s", a, b)
+		}
+	})
+	t.Run("rsync", func(t *testing.T) {
+		needTool(t, "rsync")
+		run(t, work, "rsync -a "+src+"/ "+m.Path("rsync")+"/")
+		run(t, work, "diff -r "+src+" "+m.Path("rsync"))
+		out := run(t, work, "rsync -a --stats "+src+"/ "+m.Path("rsync")+"/")
+		if !strings.Contains(out, "Number of regular files transferred: 0") {
+			t.Fatalf("the second rsync -a transferred files again:\n%s", out)
+		}
+	})
+	t.Run("git", func(t *testing.T) {
+		needTool(t, "git")
+		repo := filepath.Join(work, "repo")
+		git := "git -c user.name=t -c user.email=t@example.org "
+		run(t, work, "git init -q "+repo+" && cp -r "+src+"/. "+repo+"/")
+		for i := 0; i < 5; i++ {
+			mustOK(t, "write", os.WriteFile(filepath.Join(repo, "log.txt"), []byte(strings.Repeat(fmt.Sprintf("commit %d\n", i), i+1)), 0o644))
+			run(t, repo, git+"add -A && "+git+"commit -q -m c"+fmt.Sprint(i))
+		}
+		run(t, work, "git clone -q "+repo+" "+m.Path("clone"))
+		run(t, m.Path("clone"), "git fsck --full --strict")
+		if a, b := run(t, repo, "git rev-parse HEAD"), run(t, m.Path("clone"), "git rev-parse HEAD"); a != b {
+			t.Fatalf("clone HEAD %s, want %s", b, a)
+		}
+		// Work inside the mount: a commit there, then a clone back out.
+		mustOK(t, "write", os.WriteFile(m.Path("clone/new.txt"), []byte("made in the mount\n"), 0o644))
+		run(t, m.Path("clone"), git+"add new.txt && "+git+"commit -q -m in-mount && git gc -q && git fsck --full")
+		run(t, work, "git clone -q "+m.Path("clone")+" out && cat out/new.txt")
+	})
+	t.Run("sqlite3", func(t *testing.T) {
+		needTool(t, "sqlite3")
+		db := m.Path("db.sqlite")
+		run(t, work, "sqlite3 "+db+" 'CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT);'")
+		var sql strings.Builder
+		sql.WriteString("BEGIN;")
+		for i := 0; i < 2000; i++ {
+			fmt.Fprintf(&sql, "INSERT INTO t(v) VALUES ('%s');", strings.Repeat("v", i%97))
+		}
+		sql.WriteString("COMMIT;")
+		mustOK(t, "write", os.WriteFile(filepath.Join(work, "ins.sql"), []byte(sql.String()), 0o644))
+		run(t, work, "sqlite3 "+db+" < ins.sql")
+		// A few single-statement transactions (journal, fsync, delete).
+		for i := 0; i < 5; i++ {
+			run(t, work, "sqlite3 "+db+" \"UPDATE t SET v = 'x' WHERE k = "+fmt.Sprint(i+1)+"\"")
+		}
+		out := run(t, work, "sqlite3 "+db+" 'PRAGMA integrity_check; SELECT count(*), sum(length(v)) FROM t;'")
+		want := 0
+		for i := 0; i < 2000; i++ {
+			want += i % 97
+		}
+		want += 5 - (0 + 1 + 2 + 3 + 4) // rows 1..5 hold "x" now
+		if exp := fmt.Sprintf("ok\n2000|%d", want); strings.TrimSpace(out) != exp {
+			t.Fatalf("sqlite3 in the mount: %q, want %q", out, exp)
+		}
+	})
 	c.MustRun("fsck")
+}
+
+// needTool fails (never skips) when a program the test drives is missing:
+// make test installs it.
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s not installed: make test installs it (make deps)", name)
+	}
 }
