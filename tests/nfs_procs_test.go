@@ -227,3 +227,86 @@ func TestNFSLargeWrite(t *testing.T) {
 		t.Fatalf("read back %d bytes (%v), want %d", len(got), err, len(data))
 	}
 }
+
+// nfsCreate sends CREATE3 of dir/name with createmode how (0 UNCHECKED, 1
+// GUARDED: no attributes set; 2 EXCLUSIVE with verf) and returns the new
+// file's handle.
+func nfsCreate(t *testing.T, tg *nfsc.Target, dirFH []byte, name string, how uint32, verf uint64) ([]byte, error) {
+	t.Helper()
+	var res io.ReadSeeker
+	var err error
+	if how == 2 {
+		res, err = tg.Call(&struct {
+			rpc.Header
+			Dir  []byte
+			Name string
+			How  uint32
+			Verf uint64
+		}{nfsHeader(8), dirFH, name, how, verf})
+	} else {
+		// sattr3 with nothing set: mode, uid, gid, size (bools), atime, mtime (DONT_CHANGE).
+		res, err = tg.Call(&struct {
+			rpc.Header
+			Dir   []byte
+			Name  string
+			How   uint32
+			Sattr [6]uint32
+		}{nfsHeader(8), dirFH, name, how, [6]uint32{}})
+	}
+	if err != nil {
+		t.Fatalf("CREATE: %v", err)
+	}
+	if err := nfsStatusErr(res); err != nil {
+		return nil, err
+	}
+	var body struct {
+		HandleFollows uint32
+		FH            []byte
+	}
+	if err := xdr.Read(res, &body); err != nil {
+		t.Fatalf("CREATE reply: %v", err)
+	}
+	return body.FH, nil
+}
+
+// TestNFSCreateModes: an UNCHECKED create of an existing file keeps its
+// data (go-nfs truncated it: libnfs's open with O_CREAT|O_APPEND lost the
+// file), GUARDED refuses it, EXCLUSIVE creates once and accepts its own
+// retransmission; SETATTR keeps the sticky bit.
+func TestNFSCreateModes(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	n := nfsTarget{dialNFS(t, b.Addr)}
+	mustOK(t, "mkdir", n.mkdir("d"))
+	mustOK(t, "write", n.writeFile("d/f", []byte("keep me")))
+	_, dfh, err := n.tg.Lookup("/d")
+	mustOK(t, "lookup", err)
+	_, ffh, err := n.tg.Lookup("/d/f")
+	mustOK(t, "lookup", err)
+
+	fh, err := nfsCreate(t, n.tg, dfh, "f", 0, 0)
+	mustOK(t, "UNCHECKED create of an existing file", err)
+	if !bytes.Equal(fh, ffh) {
+		t.Fatal("UNCHECKED create answered another file's handle")
+	}
+	if got, err := n.readFile("d/f"); err != nil || string(got) != "keep me" {
+		t.Fatalf("after an UNCHECKED create of an existing file it holds %q (%v)", got, err)
+	}
+	_, err = nfsCreate(t, n.tg, dfh, "f", 1, 0)
+	wantErrno(t, "GUARDED create of an existing file", nfsErrno(err), syscall.EEXIST)
+
+	efh, err := nfsCreate(t, n.tg, dfh, "x", 2, 0x1122334455667788)
+	mustOK(t, "EXCLUSIVE create", err)
+	again, err := nfsCreate(t, n.tg, dfh, "x", 2, 0x1122334455667788)
+	mustOK(t, "EXCLUSIVE create retransmitted", err)
+	if !bytes.Equal(efh, again) {
+		t.Fatal("the retransmitted EXCLUSIVE create answered another handle")
+	}
+	_, err = nfsCreate(t, n.tg, dfh, "x", 2, 99)
+	wantErrno(t, "EXCLUSIVE create with another verifier", nfsErrno(err), syscall.EEXIST)
+
+	mustOK(t, "chmod 1777", n.chmod("d", 0o1777))
+	if st, err := n.stat("d"); err != nil || st.perm != 0o1777 {
+		t.Fatalf("mode after SETATTR 01777: %o (%v)", st.perm, err)
+	}
+}

@@ -265,7 +265,6 @@ func TestPosixNFS(t *testing.T) {
 	defer other.Close()
 	runPosixTable(t, nfsTarget{dialNFS(t, b.Addr)}, &posixEnv{other: other, plasmaRoot: "/"}, map[string]string{
 		"unlink-while-open": "NFS is stateless: clients keep removed open files by silly-renaming them, the server cannot",
-		"chmod-sticky-dir":  "go-nfs v0.0.4 drops setuid, setgid and sticky bits in SETATTR (mode & ModePerm)",
 	})
 }
 

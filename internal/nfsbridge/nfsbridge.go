@@ -360,9 +360,16 @@ type fileInfo struct {
 	v    *vfs.VFS
 }
 
-func (fi *fileInfo) Name() string       { return fi.name }
-func (fi *fileInfo) Size() int64        { return fi.a.Size }
-func (fi *fileInfo) Mode() os.FileMode  { return vfs.FileMode(fi.a) }
+func (fi *fileInfo) Name() string { return fi.name }
+func (fi *fileInfo) Size() int64  { return fi.a.Size }
+
+// Mode is what go-nfs turns into the NFS mode with a plain uint32(): the
+// setuid, setgid and sticky bits go as their Unix values (04000, 02000,
+// 01000), which Go's FileMode keeps elsewhere.
+func (fi *fileInfo) Mode() os.FileMode {
+	special := os.ModeSetuid | os.ModeSetgid | os.ModeSticky
+	return vfs.FileMode(fi.a)&^special | os.FileMode(client.UnixBits(fi.a.Mode)&0o7000)
+}
 func (fi *fileInfo) ModTime() time.Time { return fi.a.Mtime }
 func (fi *fileInfo) IsDir() bool        { return fi.a.IsDir() }
 func (fi *fileInfo) Sys() any {

@@ -3,6 +3,7 @@ package nfsbridge
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"os"
 	"sync"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	nfs "github.com/willscott/go-nfs"
+
+	"github.com/plasmafs/plasma/client"
 
 	"github.com/plasmafs/plasma/internal/vfs"
 )
@@ -19,14 +22,16 @@ import (
 // RMDIR and RENAME with precise statuses, MOUNT's EXPORT, DUMP and
 // UMNTALL, and the RPC-level errors for what nobody serves.
 const (
-	procRead   = 6
-	procWrite  = 7
-	procRemove = 12
-	procRmdir  = 13
-	procRename = 14
-	procLink   = 15
-	procFSInfo = 19
-	procCommit = 21
+	procSetAttr = 2
+	procRead    = 6
+	procWrite   = 7
+	procCreate  = 8
+	procRemove  = 12
+	procRmdir   = 13
+	procRename  = 14
+	procLink    = 15
+	procFSInfo  = 19
+	procCommit  = 21
 
 	mountProcDump    = 2
 	mountProcUmntAll = 4
@@ -51,6 +56,10 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 			return rejectWith(progMismatch)
 		}
 		switch h.proc {
+		case procSetAttr:
+			return b.nfsSetAttr
+		case procCreate:
+			return b.nfsCreate
 		case procRead:
 			return b.nfsRead
 		case procWrite:
@@ -577,6 +586,212 @@ func (b *Bridge) nfsFSInfo(args []byte) ([]byte, uint32) {
 	e.u32(1)
 	props := uint32(nfs.FSInfoPropertyLink | nfs.FSInfoPropertySymlink | nfs.FSInfoPropertyHomogeneous | nfs.FSInfoPropertyCanSetTime)
 	e.u32(props)
+	return e.b, acceptSuccess
+}
+
+// ---- CREATE and SETATTR
+
+// sattr is an NFSv3 sattr3: the attributes a CREATE or SETATTR sets.
+type sattr struct {
+	mode, uid, gid *uint32
+	size           *uint64
+	atime, mtime   *time.Time
+}
+
+func readSattr(d *xdrDecoder) sattr {
+	var s sattr
+	opt32 := func() *uint32 {
+		if d.u32() == 0 {
+			return nil
+		}
+		v := d.u32()
+		return &v
+	}
+	s.mode, s.uid, s.gid = opt32(), opt32(), opt32()
+	if d.u32() != 0 {
+		v := d.u64()
+		s.size = &v
+	}
+	optTime := func() *time.Time {
+		switch d.u32() {
+		case 1: // SET_TO_SERVER_TIME
+			t := time.Now()
+			return &t
+		case 2: // SET_TO_CLIENT_TIME
+			sec, nsec := d.u32(), d.u32()
+			t := time.Unix(int64(sec), int64(nsec))
+			return &t
+		}
+		return nil
+	}
+	s.atime, s.mtime = optTime(), optTime()
+	return s
+}
+
+// req turns s into a VFS attribute change (mode with its setuid, setgid
+// and sticky bits, which go-nfs's own SETATTR drops).
+func (s sattr) req(withMode bool) (vfs.SetAttrReq, bool) {
+	var r vfs.SetAttrReq
+	if s.mode != nil && withMode {
+		m := *s.mode & 0o7777
+		r.Mode = &m
+	}
+	r.UID, r.GID, r.Atime, r.Mtime = s.uid, s.gid, s.atime, s.mtime
+	if s.size != nil {
+		if *s.size > 1<<62 {
+			n := int64(-1)
+			r.Size = &n
+		} else {
+			n := int64(*s.size)
+			r.Size = &n
+		}
+	}
+	return r, r.Mode != nil || r.UID != nil || r.GID != nil || r.Size != nil || r.Mtime != nil
+}
+
+// CREATE modes (createmode3).
+const (
+	createUnchecked = 0
+	createGuarded   = 1
+	createExclusive = 2
+)
+
+// nfsCreate answers CREATE. go-nfs truncates an existing file on an
+// UNCHECKED create (it opens with O_TRUNC) and refuses EXCLUSIVE ones,
+// which O_EXCL creates of Linux clients use.
+func (b *Bridge) nfsCreate(args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	dir, name, err := b.dirOp(&d)
+	how := d.u32()
+	var sa sattr
+	var verf []byte
+	switch how {
+	case createUnchecked, createGuarded:
+		sa = readSattr(&d)
+	case createExclusive:
+		verf = d.fixed(8)
+	default:
+		return nil, garbageArgs
+	}
+	if d.err != nil || errors.Is(err, errGarbage) {
+		return nil, garbageArgs
+	}
+	ctx := context.Background()
+	pre := b.attrs(ctx, dir)
+	var ino uint64
+	if err == nil {
+		if b.v.ReadOnly() {
+			err = syscall.EROFS
+		} else {
+			ino, err = b.create(ctx, dir, name, how, sa, verf)
+		}
+	}
+	var e xdrEncoder
+	e.u32(statusOf(err))
+	if err == nil {
+		e.u32(1) // handle follows
+		e.opaque(encodeHandle(ino, dir))
+		nfs.WritePostOpAttrs(&e, b.attrs(ctx, ino))
+	}
+	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, dir))
+	return e.b, acceptSuccess
+}
+
+// verfTime is how an EXCLUSIVE create's verifier is kept: as the new
+// file's mtime (as knfsd does), which the client's SETATTR then replaces.
+func verfTime(verf []byte) time.Time {
+	return time.Unix(int64(binary.BigEndian.Uint32(verf)), int64(binary.BigEndian.Uint32(verf[4:])%1e9))
+}
+
+func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32, sa sattr, verf []byte) (uint64, error) {
+	if how == createUnchecked {
+		// An existing file is kept (and given the attributes asked for).
+		if a, err := b.v.Lookup(ctx, dir, name); err == nil {
+			if a.Type != client.TypeFile {
+				return 0, syscall.EEXIST
+			}
+			if r, any := sa.req(true); any {
+				if _, err := b.v.SetAttr(ctx, a.Ino, r); err != nil {
+					return 0, err
+				}
+			}
+			return a.Ino, nil
+		}
+	}
+	mode := uint32(0o644)
+	if sa.mode != nil {
+		mode = *sa.mode & 0o7777
+	}
+	if how == createExclusive {
+		mode = 0o600
+	}
+	a, fh, err := b.v.Create(ctx, dir, name, mode, os.O_EXCL)
+	if err == nil {
+		err = b.v.Release(ctx, fh)
+	}
+	switch {
+	case how == createExclusive && err == nil:
+		t := verfTime(verf)
+		_, err = b.v.SetAttr(ctx, a.Ino, vfs.SetAttrReq{Mtime: &t})
+		return a.Ino, err
+	case how == createExclusive && vfs.Errno(err) == syscall.EEXIST:
+		// A retransmission of our own create succeeds.
+		if a, lerr := b.v.Lookup(ctx, dir, name); lerr == nil && a.Type == client.TypeFile && a.Mtime.Equal(verfTime(verf)) {
+			return a.Ino, nil
+		}
+		return 0, err
+	case how == createUnchecked && vfs.Errno(err) == syscall.EEXIST:
+		return b.create(ctx, dir, name, how, sa, verf) // created meanwhile
+	case err != nil:
+		return 0, err
+	}
+	if r, any := sa.req(false); any {
+		if _, err := b.v.SetAttr(ctx, a.Ino, r); err != nil {
+			return 0, err
+		}
+	}
+	return a.Ino, nil
+}
+
+// nfsSetAttr answers SETATTR: with the setuid, setgid and sticky bits, a
+// size change in the file the bridge holds open (if it does), and the
+// ctime guard.
+func (b *Bridge) nfsSetAttr(args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	fh := d.opaque()
+	sa := readSattr(&d)
+	var guard *time.Time
+	if d.u32() != 0 {
+		sec, nsec := d.u32(), d.u32()
+		t := time.Unix(int64(sec), int64(nsec))
+		guard = &t
+	}
+	if d.err != nil {
+		return nil, garbageArgs
+	}
+	ctx := context.Background()
+	var e xdrEncoder
+	ino, err := b.inoOf(fh)
+	var pre *nfs.FileAttribute
+	if err == nil {
+		pre = b.attrs(ctx, ino)
+		switch r, _ := sa.req(true); {
+		case pre == nil:
+			err = vfs.ErrStale
+		case guard != nil && (pre.Ctime.Seconds != uint32(guard.Unix()) || pre.Ctime.Nseconds != uint32(guard.Nanosecond())):
+			e.u32(uint32(nfs.NFSStatusNotSync))
+			nfs.WriteWcc(&e, preOp(pre), pre)
+			return e.b, acceptSuccess
+		case b.v.ReadOnly():
+			err = syscall.EROFS
+		case r.Size != nil && *r.Size < 0:
+			err = syscall.EFBIG
+		default:
+			_, err = b.v.SetAttr(ctx, ino, r)
+		}
+	}
+	e.u32(statusOf(err))
+	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, ino))
 	return e.b, acceptSuccess
 }
 

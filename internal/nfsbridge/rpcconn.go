@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log"
 	"net"
+	"runtime/debug"
 	"sync"
 )
 
@@ -22,6 +24,7 @@ const (
 	progMismatch  = 2
 	procUnavail   = 3
 	garbageArgs   = 4
+	systemErr     = 5
 
 	lastFragment = 1 << 31
 	// maxRecord bounds one request: a WRITE carries at most the 1 MiB
@@ -129,10 +132,22 @@ func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
 			toNFS.CloseWithError(err)
 			return
 		}
-		h, args, ok := parseCall(rec)
+		h, args, verdict := parseCall(rec)
 		var handle procHandler
-		if ok {
+		switch verdict {
+		case callOK:
 			handle = ic.route(h)
+		case callNotCall:
+			// Not an RPC call at all: nothing to answer, and go-nfs
+			// would stop reading without closing the connection.
+			toNFS.CloseWithError(errNotCall)
+			return
+		default:
+			if err := c.writeRecord(deniedRecord(h.xid, verdict)); err != nil {
+				toNFS.CloseWithError(err)
+				return
+			}
+			continue
 		}
 		if handle == nil {
 			if err := writeFragment(toNFS, rec); err != nil {
@@ -140,12 +155,24 @@ func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
 			}
 			continue
 		}
-		res, accept := handle(args)
+		res, accept := serve(handle, args)
 		if err := c.writeRecord(replyRecord(h.xid, accept, res)); err != nil {
 			toNFS.CloseWithError(err)
 			return
 		}
 	}
+}
+
+// serve runs a handler; a panic (a bug, never the client's doing) is
+// answered SYSTEM_ERR instead of taking the bridge down.
+func serve(handle procHandler, args []byte) (res []byte, accept uint32) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Printf("plasma nfs: internal error (answered SYSTEM_ERR): %v\n%s", r, debug.Stack())
+			res, accept = nil, systemErr
+		}
+	}()
+	return handle(args)
 }
 
 var errRecordTooLarge = errors.New("nfs: RPC record too large")
@@ -182,23 +209,69 @@ func writeFragment(w io.Writer, rec []byte) error {
 	return err
 }
 
-// parseCall splits an RPC call into its header and its arguments. It
-// reports !ok for anything that is not a well-formed version-2 call; such
-// records go to go-nfs, which answers them as it does today.
-func parseCall(rec []byte) (h rpcCallHeader, args []byte, ok bool) {
+// What parseCall makes of a record.
+const (
+	callOK      = iota
+	callNotCall // not a call (or not even a message): the connection is closed
+	callBadVersion
+	callBadAuth
+	callGarbage
+)
+
+var errNotCall = errors.New("nfs: a record that is not an RPC call")
+
+// maxAuth is the largest credential or verifier body (RFC 5531).
+const maxAuth = 400
+
+// parseCall splits an RPC call into its header and its arguments. Only
+// well-formed version-2 calls reach go-nfs (it would stop reading a
+// connection on anything else and leave the client waiting forever); the
+// others are answered here or close the connection.
+func parseCall(rec []byte) (h rpcCallHeader, args []byte, verdict int) {
 	d := xdrDecoder{b: rec}
 	h.xid = d.u32()
 	mtype := d.u32()
-	rpcvers := d.u32()
+	if d.err != nil || mtype != rpcCall {
+		return h, nil, callNotCall
+	}
+	if rpcvers := d.u32(); d.err == nil && rpcvers != 2 {
+		return h, nil, callBadVersion
+	}
 	h.prog, h.vers, h.proc = d.u32(), d.u32(), d.u32()
 	d.u32() // credential flavor
-	d.opaque()
+	cred := d.opaque()
 	d.u32() // verifier flavor
-	d.opaque()
-	if d.err != nil || mtype != rpcCall || rpcvers != 2 {
-		return h, nil, false
+	verf := d.opaque()
+	switch {
+	case d.err != nil:
+		return h, nil, callGarbage
+	case len(cred) > maxAuth || len(verf) > maxAuth:
+		return h, nil, callBadAuth
 	}
-	return h, d.b, true
+	return h, d.b, callOK
+}
+
+// deniedRecord answers a call that cannot be served: MSG_DENIED for a
+// wrong RPC version or credential, GARBAGE_ARGS for a truncated header.
+func deniedRecord(xid uint32, verdict int) []byte {
+	if verdict == callGarbage {
+		return replyRecord(xid, garbageArgs, nil)
+	}
+	var e xdrEncoder
+	e.u32(0) // record mark
+	e.u32(xid)
+	e.u32(rpcReply)
+	e.u32(1) // MSG_DENIED
+	if verdict == callBadVersion {
+		e.u32(0) // RPC_MISMATCH: versions 2 to 2
+		e.u32(2)
+		e.u32(2)
+	} else {
+		e.u32(1) // AUTH_ERROR
+		e.u32(1) // AUTH_BADCRED
+	}
+	binary.BigEndian.PutUint32(e.b, uint32(len(e.b)-4)|lastFragment)
+	return e.b
 }
 
 // replyRecord is an accepted reply (null verifier) as one record.
@@ -257,6 +330,17 @@ func (d *xdrDecoder) opaque() []byte {
 	}
 	v := d.b[:n]
 	d.b = d.b[padded:]
+	return v
+}
+
+// fixed reads n bytes of fixed-length opaque data (n a multiple of 4).
+func (d *xdrDecoder) fixed(n int) []byte {
+	if d.err != nil || len(d.b) < n {
+		d.err = errShort
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
 	return v
 }
 
