@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
@@ -309,4 +311,54 @@ func TestNFSCreateModes(t *testing.T) {
 	if st, err := n.stat("d"); err != nil || st.perm != 0o1777 {
 		t.Fatalf("mode after SETATTR 01777: %o (%v)", st.perm, err)
 	}
+}
+
+// TestNFSMalformedCalls: calls go-nfs would stall on (it stops reading a
+// connection without closing it) are answered, or the connection is
+// closed; the bridge goes on serving.
+func TestNFSMalformedCalls(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	record := func(words ...uint32) []byte {
+		out := binary.BigEndian.AppendUint32(nil, uint32(4*len(words))|1<<31)
+		for _, w := range words {
+			out = binary.BigEndian.AppendUint32(out, w)
+		}
+		return out
+	}
+	exchange := func(rec []byte) ([]byte, error) {
+		conn, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
+		mustOK(t, "dial", err)
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(20 * time.Second)) // a stall fails the test instead of hanging it
+		if _, err := conn.Write(rec); err != nil {
+			return nil, err
+		}
+		var hdr [4]byte
+		if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+			return nil, err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(hdr[:])&^(1<<31))
+		_, err = io.ReadFull(conn, body)
+		return body, err
+	}
+	// RPC version 3: MSG_DENIED, RPC_MISMATCH.
+	body, err := exchange(record(7, 0, 3, 100003, 3, 0, 0, 0, 0, 0))
+	if err != nil || len(body) < 16 || binary.BigEndian.Uint32(body[0:]) != 7 || binary.BigEndian.Uint32(body[8:]) != 1 || binary.BigEndian.Uint32(body[12:]) != 0 {
+		t.Fatalf("RPC version 3 call: reply %x, %v; want MSG_DENIED RPC_MISMATCH for xid 7", body, err)
+	}
+	// A truncated call header: GARBAGE_ARGS.
+	body, err = exchange(record(8, 0, 2, 100003, 3, 1, 0, 1000))
+	if err != nil || len(body) < 24 || binary.BigEndian.Uint32(body[20:]) != 4 {
+		t.Fatalf("truncated call: reply %x, %v; want GARBAGE_ARGS", body, err)
+	}
+	// A reply sent to the server: the connection is closed, not left open.
+	if _, err := exchange(record(9, 1, 0, 0)); err == nil {
+		t.Fatal("a non-call record got an answer")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("a non-call record left the connection open and silent")
+	}
+	// Still serving.
+	n := nfsTarget{dialNFS(t, b.Addr)}
+	mustOK(t, "mkdir after malformed calls", n.mkdir("ok"))
 }
