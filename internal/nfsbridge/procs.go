@@ -47,6 +47,10 @@ const (
 	// and the bridge's reads see other clients' changes (like an
 	// attribute cache's timeout).
 	openIdle = time.Second
+	// maxOpenFiles bounds the files held open (each may hold a few MiB
+	// read ahead or written and not yet committed); past it a request
+	// opens its file for itself and commits and closes it at the end.
+	maxOpenFiles = 256
 )
 
 func (b *Bridge) route(h rpcCallHeader) procHandler {
@@ -206,9 +210,11 @@ func preOp(a *nfs.FileAttribute) *nfs.FileCacheAttribute {
 // every client of the bridge) until COMMIT, a stable write or the idle
 // timer commits them.
 type openFile struct {
-	fh    uint64
-	busy  int // requests using fh; the idle timer runs only at 0
-	timer *time.Timer
+	ino    uint64
+	closed bool // released (idle, shut down, or a transient file done)
+	fh     uint64
+	busy   int // requests using fh; the idle timer runs only at 0
+	timer  *time.Timer
 }
 
 type openFiles struct {
@@ -239,6 +245,7 @@ func (b *Bridge) useFile(ctx context.Context, ino uint64) (*openFile, error) {
 		f.timer.Stop()
 		return f, nil
 	}
+	transient := len(t.files) >= maxOpenFiles
 	fh, err := b.v.Open(ctx, ino, os.O_RDWR)
 	if e := vfs.Errno(err); e == syscall.EACCES || e == syscall.EPERM || e == syscall.EROFS {
 		// Readable only: WRITEs through this handle fail as they should.
@@ -247,18 +254,26 @@ func (b *Bridge) useFile(ctx context.Context, ino uint64) (*openFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &openFile{fh: fh, busy: 1}
+	f := &openFile{ino: ino, fh: fh, busy: 1}
 	f.timer = time.AfterFunc(time.Hour, func() { b.closeIdle(ino, f) })
 	f.timer.Stop()
-	t.files[ino] = f
+	if !transient {
+		t.files[ino] = f
+	}
 	return f, nil
 }
 
 func (b *Bridge) doneFile(f *openFile) {
 	b.open.mu.Lock()
-	defer b.open.mu.Unlock()
-	if f.busy--; f.busy == 0 {
+	f.busy--
+	idle := f.busy == 0
+	held := b.open.files[f.ino] == f
+	if idle && held {
 		f.timer.Reset(openIdle)
+	}
+	b.open.mu.Unlock()
+	if idle && !held {
+		b.closeIdle(f.ino, f) // a transient file
 	}
 }
 
@@ -267,11 +282,14 @@ func (b *Bridge) doneFile(f *openFile) {
 func (b *Bridge) closeIdle(ino uint64, f *openFile) {
 	t := b.open
 	t.mu.Lock()
-	if t.files[ino] != f || f.busy > 0 {
+	if f.busy > 0 || f.closed {
 		t.mu.Unlock()
 		return
 	}
-	delete(t.files, ino)
+	f.closed = true
+	if t.files[ino] == f {
+		delete(t.files, ino)
+	}
 	t.mu.Unlock()
 	ctx := context.Background()
 	b.v.Flush(ctx, f.fh)
