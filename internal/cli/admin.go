@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR] | stats | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
 }
 
 func currentUser() string {
@@ -78,22 +79,31 @@ func cmdAdmin(ctx context.Context, args []string) error {
 // adminStats prints the namenode's request counters (the counter the
 // random-read benchmark uses to show reads need no namenode).
 func adminStats(ctx context.Context, args []string) error {
-	f := newFlags("admin stats", "", "Show the namenode's request and commit counters.", true)
+	f := newFlags("admin stats", "[-json]", "Show the namenode's request and commit counters.", true)
+	out := newPrinter(f, "one JSON object: requests, commits, batches, cpu_seconds and per_op {operation: requests}")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
 		s, err := c.NamenodeStats(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per fsync)\n", s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)))
-		ops := make([]string, 0, len(s.PerOp))
-		for op := range s.PerOp {
-			ops = append(ops, op)
-		}
-		sort.Strings(ops)
-		for _, op := range ops {
-			fmt.Fprintf(stdout, "  %-10s %d\n", op, s.PerOp[op])
-		}
-		return nil
+		v := struct {
+			Requests uint64            `json:"requests"`
+			Commits  uint64            `json:"commits"`
+			Batches  uint64            `json:"batches"`
+			CPU      float64           `json:"cpu_seconds"`
+			PerOp    map[string]uint64 `json:"per_op"`
+		}{s.Requests, s.Commits, s.Batches, s.CPU.Seconds(), s.PerOp}
+		return out.item(v, func(w io.Writer) {
+			fmt.Fprintf(w, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per fsync)\n", s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)))
+			ops := make([]string, 0, len(s.PerOp))
+			for op := range s.PerOp {
+				ops = append(ops, op)
+			}
+			sort.Strings(ops)
+			for _, op := range ops {
+				fmt.Fprintf(w, "  %-10s %d\n", op, s.PerOp[op])
+			}
+		})
 	})
 }
 

@@ -1,0 +1,238 @@
+// Inspecting: stat, blocks, fsstat, fsck (each with -json).
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+func cmdStat(ctx context.Context, args []string) error {
+	f := newFlags("stat", "[-json] /path...", "Show inode attributes.", true)
+	out := newPrinter(f, "one JSON object per path and line (as ls -json)")
+	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
+		paths, err := expand(ctx, c, f.pos)
+		if err != nil {
+			return err
+		}
+		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			for _, p := range paths {
+				fi, err := tx.Lstat(ctx, p)
+				if err != nil {
+					return err
+				}
+				if out.JSON() {
+					if err := printJSON(out, []lsItem{{p, fi}}, "", false); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(stdout, "  path: %s\n inode: %d\n  type: %s\n  mode: %04o (%c%s)\n owner: %s\n group: %s\n  size: %d\n links: %d\n mtime: %s\n ctime: %s\n",
+					escapeName(p), fi.Ino, fi.Type, client.UnixBits(fi.Mode), typeChar(fi.Type), modeString(fi.Mode), escapeName(fi.User), escapeName(fi.Group), fi.Size, fi.Nlink,
+					fi.Mtime.Format(time.RFC3339Nano), fi.Ctime.Format(time.RFC3339Nano))
+				if fi.Type == client.TypeFile {
+					fmt.Fprintf(stdout, "   rep: %d\n   seq: %d\n", fi.Rep, fi.Seq)
+				}
+				if fi.Type == client.TypeSymlink {
+					fmt.Fprintf(stdout, "target: %s\n", escapeName(fi.Target))
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func cmdBlocks(ctx context.Context, args []string) error {
+	f := newFlags("blocks", "[-json] /path|glob...", "Show block lists: file block index range, then the datanode block range of each replica.", true)
+	out := newPrinter(f, "one JSON object per file and line: path, ino, requested_replication, actual_replication,\nblocks (replicas counted) and extents [{index, count, replicas [{datanode, addr, start, alive}]}]")
+	return withPaths(ctx, f, args, func(tx *client.Txn, paths []string) error {
+		for i, p := range paths {
+			fi, err := tx.Lookup(ctx, p)
+			if err != nil {
+				return err
+			}
+			if fi.Type != client.TypeFile {
+				return fmt.Errorf("%s: not a regular file", p)
+			}
+			xs, err := tx.Blocks(ctx, fi.Ino)
+			if err != nil {
+				return err
+			}
+			blocks, actual := blockCounts(xs)
+			v := jsonBlocks{Path: p, Ino: fi.Ino, Requested: fi.Rep, Actual: actual, Blocks: blocks, Extents: []jsonExtent{}}
+			for _, x := range xs {
+				e := jsonExtent{Index: x.Index, Count: x.Count, Replicas: []jsonReplica{}}
+				for _, r := range x.Replicas {
+					e.Replicas = append(e.Replicas, jsonReplica{Datanode: r.Datanode, Addr: r.Addr, Start: r.Start, Alive: r.Alive})
+				}
+				v.Extents = append(v.Extents, e)
+			}
+			err = out.item(v, func(w io.Writer) {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				if len(paths) > 1 {
+					fmt.Fprintf(w, "%s:\n", escapeName(p))
+				}
+				fmt.Fprint(w, FormatBlocks(xs, fi.Rep))
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+type jsonBlocks struct {
+	Path      string       `json:"path"`
+	Ino       uint64       `json:"ino"`
+	Requested int          `json:"requested_replication"`
+	Actual    int          `json:"actual_replication"`
+	Blocks    int          `json:"blocks"`
+	Extents   []jsonExtent `json:"extents"`
+}
+
+type jsonExtent struct {
+	Index    uint64        `json:"index"`
+	Count    int           `json:"count"`
+	Replicas []jsonReplica `json:"replicas"`
+}
+
+type jsonReplica struct {
+	Datanode string `json:"datanode"`
+	Addr     string `json:"addr"`
+	Start    uint64 `json:"start"`
+	Alive    bool   `json:"alive"`
+}
+
+// blockCounts returns the replicas' blocks of a block list and its actual
+// replication (the fewest replicas of any extent).
+func blockCounts(xs []client.Extent) (blocks, actual int) {
+	actual = -1
+	for _, x := range xs {
+		blocks += x.Count * len(x.Replicas)
+		if actual < 0 || len(x.Replicas) < actual {
+			actual = len(x.Replicas)
+		}
+	}
+	return blocks, max(actual, 0)
+}
+
+// FormatBlocks renders a block list as the original's "plasma blocks".
+func FormatBlocks(xs []client.Extent, requested int) string {
+	var b strings.Builder
+	for _, x := range xs {
+		fmt.Fprintf(&b, "%9d - %9d:", x.Index, x.Index+uint64(x.Count)-1)
+		for _, r := range x.Replicas {
+			fmt.Fprintf(&b, "[%d-%d]", r.Start, r.Start+uint64(x.Count)-1)
+		}
+		b.WriteByte('\n')
+	}
+	blocks, actual := blockCounts(xs)
+	fmt.Fprintf(&b, "  blocks:                %d\n  actual replication:    %d\n  requested replication: %d\n", blocks, actual, requested)
+	return b.String()
+}
+
+func cmdFsstat(ctx context.Context, args []string) error {
+	f := newFlags("fsstat", "[-json]", "Show filesystem totals and datanodes.", true)
+	out := newPrinter(f, "one JSON object: blocksize, total_blocks, used_blocks, free_blocks, files, directories,\nopen_transactions and datanodes [{id, identity, addr, alive, used_blocks, blocks}]")
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		s, err := c.FsStat(ctx)
+		if err != nil {
+			return err
+		}
+		nodes, err := c.Datanodes(ctx)
+		if err != nil {
+			return err
+		}
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+		v := jsonFsstat{Blocksize: s.Blocksize, Total: s.TotalBlocks, Used: s.UsedBlocks, Free: s.FreeBlocks, Files: s.Files, Dirs: s.Dirs,
+			OpenTxns: s.OpenTxns, Datanodes: []jsonDatanode{}}
+		for _, n := range nodes {
+			v.Datanodes = append(v.Datanodes, jsonDatanode{ID: n.ID, Identity: n.Identity, Addr: n.Addr, Alive: n.Alive, Used: n.Used, Blocks: n.Blocks})
+		}
+		return out.item(v, func(w io.Writer) {
+			bs := uint64(s.Blocksize)
+			fmt.Fprintf(w, "blocksize:        %d\ntotal blocks:     %d (%s)\nused blocks:      %d (%s)\nfree blocks:      %d (%s)\nfiles:            %d\ndirectories:      %d\ndatanodes:        %d (%d alive)\nopen transactions: %d\n",
+				s.Blocksize, s.TotalBlocks, human(s.TotalBlocks*bs), s.UsedBlocks, human(s.UsedBlocks*bs), s.FreeBlocks, human(s.FreeBlocks*bs),
+				s.Files, s.Dirs, s.Datanodes, s.LiveDatanodes, s.OpenTxns)
+			for _, n := range nodes {
+				state := "alive"
+				if !n.Alive {
+					state = "DEAD"
+				}
+				fmt.Fprintf(w, "datanode %d %s %s %s used %d/%d blocks\n", n.ID, escapeName(n.Identity), escapeName(n.Addr), state, n.Used, n.Blocks)
+			}
+		})
+	})
+}
+
+type jsonFsstat struct {
+	Blocksize uint32         `json:"blocksize"`
+	Total     uint64         `json:"total_blocks"`
+	Used      uint64         `json:"used_blocks"`
+	Free      uint64         `json:"free_blocks"`
+	Files     uint64         `json:"files"`
+	Dirs      uint64         `json:"directories"`
+	OpenTxns  uint64         `json:"open_transactions"`
+	Datanodes []jsonDatanode `json:"datanodes"`
+}
+
+type jsonDatanode struct {
+	ID       uint32 `json:"id"`
+	Identity string `json:"identity"`
+	Addr     string `json:"addr"`
+	Alive    bool   `json:"alive"`
+	Used     uint64 `json:"used_blocks"`
+	Blocks   uint64 `json:"blocks"`
+}
+
+func human(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+func cmdFsck(ctx context.Context, args []string) error {
+	f := newFlags("fsck", "[-json]", "Check metadata consistency and verify every block replica's checksum on its datanode.\nExit status 1 when problems are found.", true)
+	out := newPrinter(f, "one JSON object: files, blocks, unsettled and problems (one string each)")
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		rep, err := c.Fsck(ctx)
+		if err != nil {
+			return err
+		}
+		v := struct {
+			Files     int      `json:"files"`
+			Blocks    int      `json:"blocks"`
+			Unsettled int      `json:"unsettled"`
+			Problems  []string `json:"problems"`
+		}{rep.Files, rep.Blocks, rep.Unsettled, append([]string{}, rep.Problems...)}
+		err = out.item(v, func(w io.Writer) {
+			for _, p := range rep.Problems {
+				fmt.Fprintln(w, escapeText(p))
+			}
+			fmt.Fprintf(w, "fsck: %d files, %d blocks checked, %d problems\n", rep.Files, rep.Blocks, len(rep.Problems))
+		})
+		if err != nil {
+			return err
+		}
+		if len(rep.Problems) > 0 {
+			return fmt.Errorf("%d problems found", len(rep.Problems))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,193 @@
+// Copying data in and out: put, get, cat.
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+func cmdPut(ctx context.Context, args []string) error {
+	f := newFlags("put", "[-rep N] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet.\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
+	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
+	useStdin := f.Bool("stdin", false, "read the data from standard input")
+	var every int64 = 1 << 30
+	f.sizeRange(&every, "commit-every", 1<<20, 1<<50, "commit after this many bytes")
+	var quiet bool
+	f.BoolVar(&quiet, "q", false, "no progress bar")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	want := 2
+	if *useStdin {
+		want = 1
+	}
+	if len(f.pos) != want {
+		return usagef("wrong number of arguments")
+	}
+	dst := f.pos[want-1]
+	var src io.Reader
+	var size int64 = -1
+	name := "stdin"
+	if !*useStdin {
+		name = f.pos[0]
+		lf, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		st, err := lf.Stat()
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			return fmt.Errorf("%s: is a directory", name)
+		}
+		size = st.Size()
+		src = lf
+	} else {
+		src = os.Stdin
+	}
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	bar := newProgress(size, "put", quiet)
+	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: every})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Copied: %s -> %s (%d bytes)\n", escapeName(name), escapeName(dst), n)
+	return nil
+}
+
+func cmdGet(ctx context.Context, args []string) error {
+	f := newFlags("get", "/path LOCALFILE", "Copy a PlasmaFS file to a local file ('-' for stdout).\nThe file is written under a temporary name beside LOCALFILE and renamed when it is\ncomplete: a failed or interrupted get leaves no partial file (and an existing\nLOCALFILE as it was).", true)
+	var quiet bool
+	f.BoolVar(&quiet, "q", false, "no progress bar")
+	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
+		// A read-only transaction: nothing to commit, so no retries.
+		tx, _ := c.Begin(ctx)
+		defer tx.Abort(ctx)
+		src, err := tx.Open(ctx, f.pos[0])
+		if err != nil {
+			return err
+		}
+		if f.pos[1] == "-" {
+			bar := newProgress(src.Size(), "get", quiet)
+			_, err = src.WriteTo(io.MultiWriter(stdout, bar))
+			bar.finish()
+			return err
+		}
+		return getToFile(ctx, src, f.pos[1], quiet)
+	})
+}
+
+// getToFile copies src to the local file dst atomically: into a new
+// temporary file in dst's directory, synced, then renamed over dst. On an
+// error, or when ctx ends (Ctrl-C), the temporary file is removed and dst
+// is left as it was.
+func getToFile(ctx context.Context, src *client.File, dst string, quiet bool) error {
+	// Write through a symbolic link to where it points, as os.Create would.
+	target := dst
+	if fi, err := os.Lstat(dst); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := filepath.EvalSymlinks(dst); err == nil {
+			target = t
+		}
+	}
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", dst)
+	}
+	tmp, err := createTemp(target)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bar := newProgress(src.Size(), "get", quiet)
+	copied := make(chan error, 1)
+	go func() {
+		_, err := src.WriteTo(io.MultiWriter(tmp, bar))
+		if err == nil {
+			err = tmp.Sync()
+		}
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		// Interrupted: do not wait for a read that may be stuck on an
+		// unresponsive datanode; the deferred cleanup removes the
+		// temporary file (later writes to it fail: it is closed).
+		bar.finish()
+		return fmt.Errorf("%s: interrupted, nothing written: %w", dst, context.Cause(ctx))
+	}
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("%w (%s not written)", err, dst)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return err
+	}
+	done = true
+	// Make the rename itself durable.
+	if d, err := os.Open(filepath.Dir(target)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// createTemp creates a new, hidden file beside dst, with the permissions
+// os.Create would give dst (0666 less the umask).
+func createTemp(dst string) (*os.File, error) {
+	dir, base := filepath.Split(dst)
+	var err error
+	for i := 0; i < 100; i++ {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.plasma-get-%d", base, rand.Uint32()))
+		var tf *os.File
+		tf, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			return tf, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	return nil, err
+}
+
+func cmdCat(ctx context.Context, args []string) error {
+	f := newFlags("cat", "/path...", "Write PlasmaFS files to standard output.", true)
+	return withPaths(ctx, f, args, func(tx *client.Txn, paths []string) error {
+		for _, p := range paths {
+			src, err := tx.Open(ctx, p)
+			if err != nil {
+				return err
+			}
+			if _, err := src.WriteTo(stdout); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
