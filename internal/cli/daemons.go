@@ -151,7 +151,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	}
 	f := newFlags("namenode", "[options]", "Run the PlasmaFS namenode (metadata server, SQLite store).", false)
 	listen := f.String("listen", "127.0.0.1:2730", "address to serve clients and datanodes on")
-	db := f.String("db", "namenode.db", "SQLite metadata database file (with its -wal and -shm files)")
+	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	logFlag := f.String("log", "", "commit log file (default: the SQLite database's path + \".log\"; required for a store\nthat is not a local file)")
 	format := f.Bool("format", false, "create a new, empty namespace in -db, which must not exist yet (without it, a missing database is refused)")
 	acceptLostWAL := f.Bool("accept-lost-wal", false, "start from a database that was not closed cleanly although its -wal file is gone, losing the commits it held")
 	cluster := f.String("cluster", "plasma", "cluster name; datanodes of other clusters are refused")
@@ -192,17 +193,24 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
 	}
-	logPath := *db + ".log"
+	logPath := *logFlag
+	if logPath == "" {
+		local := meta.LocalPath(*db)
+		if local == "" {
+			return usagef("-db %s is not a local file: name the commit log with -log", *db)
+		}
+		logPath = local + ".log"
+	}
 	if _, err := os.Stat(logPath); err == nil && *format {
 		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
 	}
-	store, err := meta.OpenSQLiteWith(*db, meta.SQLiteOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
+	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if *format {
-		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", store.Namespace(), *db)
+	if ns, ok := store.(meta.Namespacer); ok && *format {
+		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
 	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, TxnTimeout: *txnTimeout,

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func TestApplyManyInodesLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Apply([]*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Mode: 0o755, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Mode: 0o755, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	big := bigCreate(files)
@@ -56,7 +57,7 @@ func TestApplyManyInodesLinear(t *testing.T) {
 	testHookProbe = func() { probes++ }
 	defer func() { testHookProbe = nil }()
 	before := totalChanges(t, s)
-	if err := s.Apply([]*Change{big, later}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{big, later}); err != nil {
 		t.Fatal(err)
 	}
 	testHookProbe = nil
@@ -69,7 +70,7 @@ func TestApplyManyInodesLinear(t *testing.T) {
 	if probes > 2*named {
 		t.Errorf("finding the last state of %d inode mentions took %d steps: not linear", named, probes)
 	}
-	snap, err := s.Load()
+	snap, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestApplyPutThenDeleteInOneChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = s.Apply([]*Change{
+	err = s.Apply(context.Background(), []*Change{
 		{PutInodes: []Inode{{Ino: 7, Type: wire.TypeFile, Nlink: 0}, {Ino: 8, Type: wire.TypeFile, Nlink: 1, Size: 1}}, DelInodes: []uint64{7}},
 		{DelInodes: []uint64{8}},
 		{PutInodes: []Inode{{Ino: 8, Type: wire.TypeFile, Nlink: 1, Size: 2}}},
@@ -111,7 +112,7 @@ func TestApplyPutThenDeleteInOneChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := s.Load()
+	snap, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func BenchmarkApply80000Inodes(b *testing.B) {
 	defer s.Close()
 	c := bigCreate(40000)
 	for b.Loop() {
-		if err := s.Apply([]*Change{c}); err != nil {
+		if err := s.Apply(context.Background(), []*Change{c}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package meta_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 func TestSQLiteConformance(t *testing.T) {
 	metatest.Run(t, metatest.Engine{
 		New: func(t *testing.T) meta.Store {
-			s, err := meta.OpenSQLite(filepath.Join(t.TempDir(), "nn.db"), false)
+			// Through the engine registry, as the namenode opens it.
+			s, err := meta.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "nn.db"), meta.OpenOptions{Create: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -22,7 +24,7 @@ func TestSQLiteConformance(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s2, err := meta.OpenSQLite(path, false)
+			s2, err := meta.Open(context.Background(), path, meta.OpenOptions{Create: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func TestOpenRefusesMissingDatabaseUnlessFormat(t *testing.T) {
 	if len(ns) != 32 {
 		t.Fatalf("namespace id %q", ns)
 	}
-	if err := s.Apply([]*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -68,7 +69,7 @@ func TestOpenRefusesLostWAL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply([]*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	// A crash: the database is never closed, its WAL holds the commit.
@@ -99,7 +100,7 @@ func TestBackupIsConsistentAndRestorable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply([]*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	bak := filepath.Join(dir, "backup.db")
@@ -128,7 +129,7 @@ func TestBackupIsConsistentAndRestorable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("restore %s: %v", f, err)
 		}
-		snap, err := r.Load()
+		snap, err := r.Load(context.Background())
 		r.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
@@ -340,9 +341,9 @@ func (s *SQLite) migrate() error {
 }
 
 // Load implements Store.
-func (s *SQLite) Load() (*Snapshot, error) {
+func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 	snap := &Snapshot{Blocks: map[uint64][]wire.Extent{}, InoLimit: 2}
-	rows, err := s.db.Query(`SELECT ino, type, mode, owner, grp, size, nlink, mtime, ctime, rep, seq, target FROM inodes`)
+	rows, err := s.db.QueryContext(ctx, `SELECT ino, type, mode, owner, grp, size, nlink, mtime, ctime, rep, seq, target FROM inodes`)
 	if err != nil {
 		return nil, fmt.Errorf("load inodes: %w", err)
 	}
@@ -360,7 +361,7 @@ func (s *SQLite) Load() (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load inodes: %w", err)
 	}
-	rows, err = s.db.Query(`SELECT parent, name, ino FROM names`)
+	rows, err = s.db.QueryContext(ctx, `SELECT parent, name, ino FROM names`)
 	if err != nil {
 		return nil, fmt.Errorf("load names: %w", err)
 	}
@@ -375,7 +376,7 @@ func (s *SQLite) Load() (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load names: %w", err)
 	}
-	rows, err = s.db.Query(`SELECT ino, idx, count, replicas, crcs, gen FROM extents ORDER BY ino, idx`)
+	rows, err = s.db.QueryContext(ctx, `SELECT ino, idx, count, replicas, crcs, gen FROM extents ORDER BY ino, idx`)
 	if err != nil {
 		return nil, fmt.Errorf("load extents: %w", err)
 	}
@@ -403,7 +404,7 @@ func (s *SQLite) Load() (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load extents: %w", err)
 	}
-	rows, err = s.db.Query(`SELECT id, identity, blocks, enabled FROM datanodes`)
+	rows, err = s.db.QueryContext(ctx, `SELECT id, identity, blocks, enabled FROM datanodes`)
 	if err != nil {
 		return nil, fmt.Errorf("load datanodes: %w", err)
 	}
@@ -420,11 +421,11 @@ func (s *SQLite) Load() (*Snapshot, error) {
 	}
 	var lim uint64
 	var logSeq int64
-	if err := s.db.QueryRow(`SELECT value FROM counters WHERE name = 'log_seq'`).Scan(&logSeq); err != nil && err != sql.ErrNoRows {
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'log_seq'`).Scan(&logSeq); err != nil && err != sql.ErrNoRows {
 		return nil, fmt.Errorf("load counters: %w", err)
 	}
 	snap.LogSeq = uint64(logSeq)
-	err = s.db.QueryRow(`SELECT value FROM counters WHERE name = 'ino_limit'`).Scan(&lim)
+	err = s.db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'ino_limit'`).Scan(&lim)
 	if err != nil && err != sql.ErrNoRows {
 		return nil, fmt.Errorf("load counters: %w", err)
 	}
@@ -443,14 +444,14 @@ func closeRows(r *sql.Rows) error {
 }
 
 // Apply implements Store.
-func (s *SQLite) Apply(changes []*Change) error {
+func (s *SQLite) Apply(ctx context.Context, changes []*Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tx, err := s.db.Begin()
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin metadata transaction: %w", err)
 	}
-	if err := apply(tx, changes, s.prepared); err != nil {
+	if err := apply(ctx, tx, changes, s.prepared); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -472,7 +473,7 @@ func (s *SQLite) prepared(q string) (*sql.Stmt, error) {
 // apply writes changes through tx with SQL that SQLite and PostgreSQL share.
 // prepare returns a statement prepared on the database (it is bound to tx
 // here).
-func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, error)) error {
+func apply(ctx context.Context, tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, error)) error {
 	bound := map[string]*sql.Stmt{}
 	var putInode, delInode, putName, delName, delExt, putExt, putNode, touch *sql.Stmt
 	prep := func(st **sql.Stmt, q string) (*sql.Stmt, error) {
@@ -500,7 +501,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(a.Ino), int(a.Type), int64(a.Mode), a.User, a.Group, a.Size, int64(a.Nlink), a.Mtime, a.Ctime, int(a.Rep), int64(a.Seq), a.Target); err != nil {
+			if _, err := st.ExecContext(ctx, int64(a.Ino), int(a.Type), int64(a.Mode), a.User, a.Group, a.Size, int64(a.Nlink), a.Mtime, a.Ctime, int(a.Rep), int64(a.Seq), a.Target); err != nil {
 				return fmt.Errorf("write inode %d: %w", a.Ino, err)
 			}
 		}
@@ -509,7 +510,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(ino)); err != nil {
+			if _, err := st.ExecContext(ctx, int64(ino)); err != nil {
 				return fmt.Errorf("delete inode %d: %w", ino, err)
 			}
 			if c.Blocks == nil || c.Blocks[ino] == nil {
@@ -517,7 +518,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 				if err != nil {
 					return err
 				}
-				if _, err := st.Exec(int64(ino)); err != nil {
+				if _, err := st.ExecContext(ctx, int64(ino)); err != nil {
 					return fmt.Errorf("delete blocks of inode %d: %w", ino, err)
 				}
 			}
@@ -527,7 +528,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(k.Parent), k.Name); err != nil {
+			if _, err := st.ExecContext(ctx, int64(k.Parent), k.Name); err != nil {
 				return fmt.Errorf("delete entry %q in %d: %w", k.Name, k.Parent, err)
 			}
 		}
@@ -536,7 +537,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(e.Parent), e.Name, int64(e.Ino)); err != nil {
+			if _, err := st.ExecContext(ctx, int64(e.Parent), e.Name, int64(e.Ino)); err != nil {
 				return fmt.Errorf("write entry %q in %d: %w", e.Name, e.Parent, err)
 			}
 		}
@@ -545,7 +546,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(ino)); err != nil {
+			if _, err := st.ExecContext(ctx, int64(ino)); err != nil {
 				return fmt.Errorf("replace blocks of inode %d: %w", ino, err)
 			}
 			for _, x := range xs {
@@ -562,7 +563,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 				for _, c := range x.CRC {
 					crcs = binary.LittleEndian.AppendUint32(crcs, c)
 				}
-				if _, err := st.Exec(int64(ino), int64(x.Index), int64(x.Count), reps, crcs, int64(x.Gen)); err != nil {
+				if _, err := st.ExecContext(ctx, int64(ino), int64(x.Index), int64(x.Count), reps, crcs, int64(x.Gen)); err != nil {
 					return fmt.Errorf("write blocks of inode %d: %w", ino, err)
 				}
 			}
@@ -572,7 +573,7 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(d.ID), d.Identity, int64(d.Blocks), d.Enabled); err != nil {
+			if _, err := st.ExecContext(ctx, int64(d.ID), d.Identity, int64(d.Blocks), d.Enabled); err != nil {
 				return fmt.Errorf("write datanode %s: %w", d.Identity, err)
 			}
 		}
@@ -581,17 +582,17 @@ func apply(tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, err
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(int64(ino), mt); err != nil {
+			if _, err := st.ExecContext(ctx, int64(ino), mt); err != nil {
 				return fmt.Errorf("touch directory %d: %w", ino, err)
 			}
 		}
 		if c.LogSeq != 0 {
-			if _, err := tx.Exec(`INSERT INTO counters VALUES ('log_seq', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.LogSeq)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO counters VALUES ('log_seq', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.LogSeq)); err != nil {
 				return fmt.Errorf("write commit log position: %w", err)
 			}
 		}
 		if c.InoLimit != 0 {
-			if _, err := tx.Exec(`INSERT INTO counters VALUES ('ino_limit', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.InoLimit)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO counters VALUES ('ino_limit', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.InoLimit)); err != nil {
 				return fmt.Errorf("write inode limit: %w", err)
 			}
 		}

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestSQLiteApplyLoadAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	ext := []wire.Extent{{Index: 0, Count: 2, Replicas: []wire.Run{{Node: 1, Start: 10}, {Node: 2, Start: 20}}, CRC: []uint32{7, 8}}}
-	err = s.Apply([]*Change{
+	err = s.Apply(context.Background(), []*Change{
 		{PutNodes: []Datanode{{ID: 1, Identity: "a", Blocks: 100, Enabled: true}, {ID: 2, Identity: "b", Blocks: 100, Enabled: true}}},
 		{PutInodes: []Inode{{Ino: 5, Type: wire.TypeFile, Mode: 0o600, User: "u", Group: "g", Size: 3, Nlink: 1, Rep: 2}},
 			PutEntries: []Entry{{EntryKey{1, "f"}, 5}}, Blocks: map[uint64][]wire.Extent{5: ext}, InoLimit: 100},
@@ -30,7 +31,7 @@ func TestSQLiteApplyLoadAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	snap, err := s.Load()
+	snap, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

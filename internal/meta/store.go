@@ -1,6 +1,10 @@
 package meta
 
-import "github.com/plasmafs/plasma/internal/wire"
+import (
+	"context"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
 
 // Inode is an inode's durable attributes.
 type Inode = wire.Attr
@@ -61,10 +65,11 @@ type Change struct {
 type Store interface {
 	// Load reads the whole metadata. A new store holds only the root
 	// directory (inode 1).
-	Load() (*Snapshot, error)
+	Load(ctx context.Context) (*Snapshot, error)
 	// Apply writes all changes in one backend transaction and returns once
-	// they are durable (in relaxed mode, once they are written).
-	Apply(changes []*Change) error
+	// they are durable (in relaxed mode, once they are written). A
+	// cancelled ctx leaves the transaction undone (an error, as any).
+	Apply(ctx context.Context, changes []*Change) error
 	Close() error
 }
 

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -249,7 +250,7 @@ func (n *Namenode) writeBatch(batch []*commitReq, self *conn) {
 		if n.clog != nil {
 			err = n.logBatch(changes)
 		} else {
-			err = n.cfg.Store.Apply(changes)
+			err = n.cfg.Store.Apply(context.Background(), changes)
 		}
 		if err != nil {
 			// The store's state is unknown now: acknowledge nothing, stop.

@@ -22,11 +22,11 @@ type brokenStore struct {
 	broken atomic.Bool
 }
 
-func (s *brokenStore) Apply(changes []*meta.Change) error {
+func (s *brokenStore) Apply(ctx context.Context, changes []*meta.Change) error {
 	if s.broken.Load() {
 		return errors.New("injected write failure")
 	}
-	return s.SQLite.Apply(changes)
+	return s.SQLite.Apply(ctx, changes)
 }
 
 func serve(t *testing.T, store meta.Store, fatal func(error)) (*namenode.Namenode, string) {

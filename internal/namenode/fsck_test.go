@@ -59,7 +59,7 @@ func TestFsckFindsProblemsAcrossPages(t *testing.T) {
 		c.PutInodes = append(c.PutInodes, file(100+uint64(i), 1, 0))
 		c.PutEntries = append(c.PutEntries, ent(2, fmt.Sprintf("f%d", i), 100+uint64(i)))
 	}
-	if err := store.Apply([]*meta.Change{c}); err != nil {
+	if err := store.Apply(context.Background(), []*meta.Change{c}); err != nil {
 		t.Fatal(err)
 	}
 	nn, err := namenode.New(namenode.Config{Cluster: "test", Blocksize: 64 << 10, Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,7 @@ var lastGen atomic.Uint64
 // generations: it raises the stored boot epoch (durably) before the
 // namenode can issue any ticket. Called by New.
 func loadStarting(cfg Config) (*meta.Snapshot, error) {
-	snap, err := cfg.Store.Load()
+	snap, err := cfg.Store.Load(context.Background())
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, e
 		if err != nil {
 			return fmt.Errorf("commit log %s: record %d: %w", cfg.LogPath, seq, err)
 		}
-		if err := cfg.Store.Apply(append(changes, &meta.Change{LogSeq: seq})); err != nil {
+		if err := cfg.Store.Apply(context.Background(), append(changes, &meta.Change{LogSeq: seq})); err != nil {
 			return fmt.Errorf("replay commit log record %d: %w", seq, err)
 		}
 		replayed++
@@ -76,7 +77,7 @@ func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, e
 	}
 	if replayed > 0 {
 		cfg.Logger.Info("commit log replayed", "records", replayed, "through", last)
-		if snap, err = cfg.Store.Load(); err != nil {
+		if snap, err = cfg.Store.Load(context.Background()); err != nil {
 			l.Close()
 			return nil, nil, err
 		}
@@ -123,7 +124,7 @@ func (n *Namenode) checkpointer() {
 				all = append(all, b.changes...)
 			}
 			last := q[len(q)-1].seq
-			if err := n.cfg.Store.Apply(append(all, &meta.Change{LogSeq: last})); err != nil {
+			if err := n.cfg.Store.Apply(context.Background(), append(all, &meta.Change{LogSeq: last})); err != nil {
 				n.fatal(fmt.Errorf("checkpoint the commit log into the store: %w", err))
 				return
 			}
@@ -141,7 +142,7 @@ func (n *Namenode) checkpointer() {
 // ReplayLog brings a stopped namenode's store up to date with its commit
 // log (an offline backup needs it).
 func ReplayLog(store meta.Store, path string) error {
-	snap, err := store.Load()
+	snap, err := store.Load(context.Background())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -282,7 +283,7 @@ func New(cfg Config) (*Namenode, error) {
 		for _, ino := range orphans {
 			delete(n.inodes, ino)
 		}
-		if err := cfg.Store.Apply([]*meta.Change{{DelInodes: orphans}}); err != nil {
+		if err := cfg.Store.Apply(context.Background(), []*meta.Change{{DelInodes: orphans}}); err != nil {
 			return nil, fmt.Errorf("delete %d orphaned inodes: %w", len(orphans), err)
 		}
 	}

@@ -25,7 +25,7 @@ type gatedStore struct {
 	once    sync.Once
 }
 
-func (g *gatedStore) Apply(changes []*meta.Change) error {
+func (g *gatedStore) Apply(ctx context.Context, changes []*meta.Change) error {
 	for _, c := range changes {
 		if len(c.PutNodes) > 0 {
 			g.once.Do(func() { close(g.entered) })
@@ -33,7 +33,7 @@ func (g *gatedStore) Apply(changes []*meta.Change) error {
 			break
 		}
 	}
-	return g.SQLite.Apply(changes)
+	return g.SQLite.Apply(ctx, changes)
 }
 
 // TestRegistrationThroughCommitter: a new datanode's record is written by

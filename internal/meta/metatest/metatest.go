@@ -6,6 +6,7 @@
 package metatest
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -33,7 +34,7 @@ func Run(t *testing.T, e Engine) {
 
 func load(t *testing.T, s meta.Store) *meta.Snapshot {
 	t.Helper()
-	snap, err := s.Load()
+	snap, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func load(t *testing.T, s meta.Store) *meta.Snapshot {
 
 func apply(t *testing.T, s meta.Store, cs ...*meta.Change) {
 	t.Helper()
-	if err := s.Apply(cs); err != nil {
+	if err := s.Apply(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
 	if sy, ok := s.(meta.Syncer); ok {
