@@ -13,29 +13,97 @@ import (
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
-// handle runs one request other than commit. Called with n.mu held.
-func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
-	var tx *Txn
-	who := c.who
-	switch q.Op {
-	case wire.OpAbort:
-		// Aborting a transaction that already ended is not an error, and
-		// must not begin it again.
-		if tx := n.txns[txnKey{c, q.Txn}]; tx != nil && !tx.committing {
-			n.endTxn(tx, false)
-		}
-		return &wire.Response{}, nil
-	case wire.OpKeepalive:
-		// One message per connection keeps all its transactions alive
-		// however long their client reads without asking the namenode.
-		now := time.Now()
-		for k, tx := range n.txns {
-			if k.conn == c {
-				tx.lastUse = now
-			}
-		}
-		return &wire.Response{Counters: []uint64{uint64(n.cfg.TxnTimeout), uint64(n.cfg.TicketLifetime)}}, nil
+// opFlags are the checks the dispatcher makes before an operation runs,
+// once for all operations instead of in each.
+type opFlags uint8
+
+const (
+	// opOutsideTxn: the operation concerns the connection or a whole
+	// transaction (abort, keepalive); q.Txn is not looked up for it.
+	opOutsideTxn opFlags = 1 << iota
+	// opNeedsTxn: the operation changes metadata and must run in a
+	// transaction.
+	opNeedsTxn
+	// opDatanode: only datanodes may ask (at a security level that
+	// identifies them; at level none everybody is unidentified).
+	opDatanode
+	// opSuperuser: only the superuser may ask (likewise).
+	opSuperuser
+	// opReachIno: q.Ino, if set, must have a path from the root that the
+	// caller may search (inode-addressed access is no back door).
+	opReachIno
+)
+
+// opHandler runs one operation. Called with n.mu held.
+type opHandler func(n *Namenode, c *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error)
+
+// opSpec is an operation's entry in the dispatch table.
+type opSpec struct {
+	flags opFlags
+	run   opHandler
+}
+
+// opTable lists every operation handle serves (commits and datanode
+// registrations take other paths: the committer and registerAsync).
+var opTable map[wire.Op]opSpec
+
+func init() {
+	opTable = map[wire.Op]opSpec{
+		wire.OpAbort:     {opOutsideTxn, (*Namenode).opAbort},
+		wire.OpKeepalive: {opOutsideTxn, (*Namenode).opKeepalive},
+		wire.OpPing: {0, func(*Namenode, *conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
+			return &wire.Response{}, nil
+		}},
+		wire.OpLookup: {0, (*Namenode).opLookup},
+		wire.OpStat:   {opReachIno, (*Namenode).opStat},
+		wire.OpReadDir: {opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return n.readDir(tx, who, q)
+		}},
+		wire.OpBlocks: {opReachIno, (*Namenode).opBlocks},
+		wire.OpGlob:   {0, (*Namenode).opGlob},
+		wire.OpFsStat: {0, func(n *Namenode, _ *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
+			return n.fsStat(), nil
+		}},
+		wire.OpPathOf: {0, (*Namenode).opPathOf},
+		wire.OpStats:  {0, (*Namenode).opStats},
+		wire.OpNodes: {0, func(n *Namenode, _ *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
+			return &wire.Response{Nodes: n.nodeList()}, nil
+		}},
+		wire.OpHeartbeat: {opDatanode, (*Namenode).opHeartbeat},
+		wire.OpFsck: {opSuperuser, func(n *Namenode, c *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return n.fsckPage(c, tx, q)
+		}},
+		wire.OpCreate: {opNeedsTxn, (*Namenode).opCreate},
+		wire.OpSetAttr: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return n.setAttr(tx, who, q)
+		}},
+		wire.OpUnlink: {opNeedsTxn, (*Namenode).opUnlink},
+		wire.OpRename: {opNeedsTxn, (*Namenode).opRename},
+		wire.OpLink:   {opNeedsTxn, (*Namenode).opLink},
+		wire.OpAllocate: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return n.allocateOp(tx, who, q)
+		}},
+		wire.OpSetBlocks: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return n.setBlocks(tx, who, q)
+		}},
+		wire.OpDropReplicas: {opNeedsTxn, func(n *Namenode, _ *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return nil, n.dropReplicas(tx, q.Pref)
+		}},
 	}
+}
+
+// handle runs one request other than commit: the checks its table entry
+// asks for, then its handler. Called with n.mu held.
+func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
+	spec, ok := opTable[q.Op]
+	if !ok {
+		return nil, fail(wire.ErrCodeInvalid, "operation %s not supported", q.Op)
+	}
+	who := c.who
+	if spec.flags&opOutsideTxn != 0 {
+		return spec.run(n, c, nil, who, q)
+	}
+	var tx *Txn
 	if q.Txn != 0 {
 		var err error
 		if tx, err = n.getTxn(c, q.Txn, q.Flags&wire.FlagBegin != 0); err != nil {
@@ -45,169 +113,179 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 			return nil, fail(wire.ErrCodeTxn, "transaction %d is committing", q.Txn)
 		}
 	}
-	switch q.Op {
-	case wire.OpStat, wire.OpBlocks, wire.OpReadDir, wire.OpSetAttr, wire.OpAllocate, wire.OpSetBlocks:
-		if q.Ino != 0 && !n.reachable(tx, who, q.Ino) {
-			return nil, denied(who, fmt.Sprintf("inode %d (no searchable path to it)", q.Ino))
+	switch {
+	case spec.flags&opDatanode != 0 && who != nil && who.Role != auth.RoleDatanode:
+		return nil, fail(wire.ErrCodePerm, "%s: only datanodes may ask this", q.Op)
+	case spec.flags&opSuperuser != 0 && who != nil && !who.Super():
+		return nil, fail(wire.ErrCodePerm, "%s: only the superuser may ask this", q.Op)
+	case spec.flags&opReachIno != 0 && q.Ino != 0 && !n.reachable(tx, who, q.Ino):
+		return nil, denied(who, fmt.Sprintf("inode %d (no searchable path to it)", q.Ino))
+	case spec.flags&opNeedsTxn != 0 && tx == nil:
+		return nil, fail(wire.ErrCodeTxn, "%s needs a transaction", q.Op)
+	}
+	return spec.run(n, c, tx, who, q)
+}
+
+// opAbort: aborting a transaction that already ended is not an error, and
+// must not begin it again.
+func (n *Namenode) opAbort(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if tx := n.txns[txnKey{c, q.Txn}]; tx != nil && !tx.committing {
+		n.endTxn(tx, false)
+	}
+	return &wire.Response{}, nil
+}
+
+// opKeepalive: one message per connection keeps all its transactions
+// alive however long their client reads without asking the namenode.
+func (n *Namenode) opKeepalive(c *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
+	now := time.Now()
+	for k, tx := range n.txns {
+		if k.conn == c {
+			tx.lastUse = now
 		}
 	}
-	needTxn := func() error {
-		if tx == nil {
-			return fail(wire.ErrCodeTxn, "%s needs a transaction", q.Op)
-		}
-		return nil
-	}
-	switch q.Op {
-	case wire.OpPing:
-		return &wire.Response{}, nil
-	case wire.OpLookup:
-		var ino uint64
-		var err error
-		if q.Flags&wire.FlagAt != 0 {
-			// One name in a directory; a symlink is returned, not followed.
-			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
-				return nil, err
-			}
-			if ino = n.entry(tx, q.Ino, q.Path); ino == 0 {
-				return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", q.Path)
-			}
-		} else if ino, err = n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0); err != nil {
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.TxnTimeout), uint64(n.cfg.TicketLifetime)}}, nil
+}
+
+func (n *Namenode) opLookup(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	var ino uint64
+	var err error
+	if q.Flags&wire.FlagAt != 0 {
+		// One name in a directory; a symlink is returned, not followed.
+		if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
 			return nil, err
 		}
-		if q.Flags&wire.FlagBlocks != 0 {
-			return n.openResponse(tx, who, ino, q.Path)
+		if ino = n.entry(tx, q.Ino, q.Path); ino == 0 {
+			return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", q.Path)
 		}
-		return n.attrResponse(tx, ino)
-	case wire.OpStat:
-		if q.Flags&wire.FlagBlocks != 0 {
-			return n.openResponse(tx, who, q.Ino, fmt.Sprintf("inode %d", q.Ino))
-		}
-		return n.attrResponse(tx, q.Ino)
-	case wire.OpReadDir:
-		return n.readDir(tx, who, q)
-	case wire.OpBlocks:
-		a := n.attr(tx, q.Ino)
-		if a != nil && !may(who, a, permRead) {
-			return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
-		}
+	} else if ino, err = n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0); err != nil {
+		return nil, err
+	}
+	if q.Flags&wire.FlagBlocks != 0 {
+		return n.openResponse(tx, who, ino, q.Path)
+	}
+	return n.attrResponse(tx, ino)
+}
+
+func (n *Namenode) opStat(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Flags&wire.FlagBlocks != 0 {
 		return n.openResponse(tx, who, q.Ino, fmt.Sprintf("inode %d", q.Ino))
-	case wire.OpGlob:
-		paths, err := n.glob(tx, who, q.Path)
-		if err != nil {
+	}
+	return n.attrResponse(tx, q.Ino)
+}
+
+func (n *Namenode) opBlocks(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	a := n.attr(tx, q.Ino)
+	if a != nil && !may(who, a, permRead) {
+		return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+	}
+	return n.openResponse(tx, who, q.Ino, fmt.Sprintf("inode %d", q.Ino))
+}
+
+// opGlob answers the matches after Path2, paged like readdir.
+func (n *Namenode) opGlob(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	paths, err := n.glob(tx, who, q.Path)
+	if err != nil {
+		return nil, err
+	}
+	i := sort.SearchStrings(paths, q.Path2)
+	if i < len(paths) && paths[i] == q.Path2 {
+		i++
+	}
+	var out []string
+	size := 0
+	for ; i < len(paths) && len(out) < pageLimit(q.Count) && size < maxPageBytes; i++ {
+		out = append(out, paths[i])
+		size += len(paths[i]) + 2
+	}
+	return &wire.Response{Paths: out, Counters: []uint64{moreFlag(i < len(paths))}}, nil
+}
+
+func (n *Namenode) opPathOf(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if !n.reachable(tx, who, q.Ino) {
+		return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+	}
+	p, err := n.pathOf(tx, q.Ino)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.Response{Paths: []string{p}}, nil
+}
+
+// opStats answers the request counters, then the namenode process's CPU
+// time (user + system) in ns.
+func (n *Namenode) opStats(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
+	out := []uint64{n.requests.Load(), n.commits.Load(), n.batches.Load()}
+	for i := range n.perOp {
+		out = append(out, n.perOp[i].Load())
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out = append(out, uint64(ru.Utime.Nano()+ru.Stime.Nano()))
+	}
+	return &wire.Response{Counters: out}, nil
+}
+
+func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Node == nil {
+		return nil, fail(wire.ErrCodeInvalid, "heartbeat without node")
+	}
+	dn := n.byIdentity[q.Node.Identity]
+	if dn == nil || dn.conn != c {
+		return nil, fail(wire.ErrCodeInvalid, "heartbeat from an unregistered datanode")
+	}
+	dn.alive = true
+	dn.lastSeen = time.Now()
+	revoked := dn.revoked
+	dn.revoked = nil
+	return &wire.Response{Counters: revoked}, nil
+}
+
+func (n *Namenode) opCreate(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Flags&wire.FlagAt != 0 {
+		if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
 			return nil, err
 		}
-		// Paged like readdir: the matches after Path2.
-		i := sort.SearchStrings(paths, q.Path2)
-		if i < len(paths) && paths[i] == q.Path2 {
-			i++
+		return n.createIn(tx, who, q, q.Ino, q.Path)
+	}
+	return n.create(tx, who, q)
+}
+
+func (n *Namenode) opUnlink(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Flags&wire.FlagAt != 0 {
+		if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
+			return nil, err
 		}
-		var out []string
-		size := 0
-		for ; i < len(paths) && len(out) < pageLimit(q.Count) && size < maxPageBytes; i++ {
-			out = append(out, paths[i])
-			size += len(paths[i]) + 2
+		return nil, n.unlinkIn(tx, who, q.Ino, q.Path, q.Path, q.Flags&wire.FlagDir != 0)
+	}
+	return nil, n.unlink(tx, who, q.Path, q.Flags&wire.FlagDir != 0)
+}
+
+func (n *Namenode) opRename(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	noReplace := q.Flags&wire.FlagExcl != 0
+	if q.Flags&wire.FlagAt != 0 {
+		if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
+			return nil, err
 		}
-		return &wire.Response{Paths: out, Counters: []uint64{moreFlag(i < len(paths))}}, nil
-	case wire.OpFsStat:
-		return n.fsStat(), nil
-	case wire.OpPathOf:
+		if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
+			return nil, err
+		}
+		return nil, n.renameIn(tx, who, q.Ino, q.Path, q.Ino2, q.Path2, q.Path, q.Path2, noReplace)
+	}
+	return nil, n.rename(tx, who, q.Path, q.Path2, noReplace)
+}
+
+func (n *Namenode) opLink(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Flags&wire.FlagAt != 0 {
 		if !n.reachable(tx, who, q.Ino) {
 			return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
 		}
-		p, err := n.pathOf(tx, q.Ino)
-		if err != nil {
+		if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
 			return nil, err
 		}
-		return &wire.Response{Paths: []string{p}}, nil
-	case wire.OpStats:
-		out := []uint64{n.requests.Load(), n.commits.Load(), n.batches.Load()}
-		for i := range n.perOp {
-			out = append(out, n.perOp[i].Load())
-		}
-		// Then the namenode process's CPU time (user + system), in ns.
-		var ru syscall.Rusage
-		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-			out = append(out, uint64(ru.Utime.Nano()+ru.Stime.Nano()))
-		}
-		return &wire.Response{Counters: out}, nil
-	case wire.OpNodes:
-		return &wire.Response{Nodes: n.nodeList()}, nil
-	case wire.OpHeartbeat:
-		if who != nil && who.Role != auth.RoleDatanode {
-			return nil, fail(wire.ErrCodePerm, "heartbeat: only datanodes send heartbeats")
-		}
-		if q.Node == nil {
-			return nil, fail(wire.ErrCodeInvalid, "heartbeat without node")
-		}
-		dn := n.byIdentity[q.Node.Identity]
-		if dn == nil || dn.conn != c {
-			return nil, fail(wire.ErrCodeInvalid, "heartbeat from an unregistered datanode")
-		}
-		dn.alive = true
-		dn.lastSeen = time.Now()
-		revoked := dn.revoked
-		dn.revoked = nil
-		return &wire.Response{Counters: revoked}, nil
-	case wire.OpFsck:
-		if who != nil && !who.Super() {
-			return nil, fail(wire.ErrCodePerm, "fsck: only the superuser may check the filesystem")
-		}
-		return n.fsckPage(c, tx, q)
+		return n.linkIn(tx, who, q.Ino, q.Ino2, q.Path2, fmt.Sprintf("inode %d", q.Ino), q.Path2)
 	}
-	// Everything below changes metadata.
-	if err := needTxn(); err != nil {
-		return nil, err
-	}
-	switch q.Op {
-	case wire.OpCreate:
-		if q.Flags&wire.FlagAt != 0 {
-			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
-				return nil, err
-			}
-			return n.createIn(tx, who, q, q.Ino, q.Path)
-		}
-		return n.create(tx, who, q)
-	case wire.OpSetAttr:
-		return n.setAttr(tx, who, q)
-	case wire.OpUnlink:
-		if q.Flags&wire.FlagAt != 0 {
-			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
-				return nil, err
-			}
-			return nil, n.unlinkIn(tx, who, q.Ino, q.Path, q.Path, q.Flags&wire.FlagDir != 0)
-		}
-		return nil, n.unlink(tx, who, q.Path, q.Flags&wire.FlagDir != 0)
-	case wire.OpRename:
-		noReplace := q.Flags&wire.FlagExcl != 0
-		if q.Flags&wire.FlagAt != 0 {
-			if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
-				return nil, err
-			}
-			if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
-				return nil, err
-			}
-			return nil, n.renameIn(tx, who, q.Ino, q.Path, q.Ino2, q.Path2, q.Path, q.Path2, noReplace)
-		}
-		return nil, n.rename(tx, who, q.Path, q.Path2, noReplace)
-	case wire.OpLink:
-		if q.Flags&wire.FlagAt != 0 {
-			if !n.reachable(tx, who, q.Ino) {
-				return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
-			}
-			if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
-				return nil, err
-			}
-			return n.linkIn(tx, who, q.Ino, q.Ino2, q.Path2, fmt.Sprintf("inode %d", q.Ino), q.Path2)
-		}
-		return n.link(tx, who, q.Path, q.Path2)
-	case wire.OpAllocate:
-		return n.allocateOp(tx, who, q)
-	case wire.OpSetBlocks:
-		return n.setBlocks(tx, who, q)
-	case wire.OpDropReplicas:
-		return nil, n.dropReplicas(tx, q.Pref)
-	}
-	return nil, fail(wire.ErrCodeInvalid, "operation %s not supported", q.Op)
+	return n.link(tx, who, q.Path, q.Path2)
 }
 
 func cp(a *wire.Attr) *wire.Attr { c := *a; return &c }
