@@ -18,6 +18,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/kv"
+	bolt "go.etcd.io/bbolt"
 )
 
 // KVOptions configure the Plasma KV benchmark (seed 002, scaled down).
@@ -87,8 +88,8 @@ func kvKey(i int) string { return fmt.Sprintf("k%07d", i) }
 // ≈30 KB values (seed 002's shape, scaled down) against the same server
 // code over a local copy of the database file and against net/http
 // serving the values as static files; Go API lookups of 1 KB values
-// against the local copy and SQLite; single-key commits and batched HTTP
-// PUTs against SQLite commits.
+// against the local copy, bbolt and SQLite; single-key commits and batched
+// HTTP PUTs against bbolt and SQLite commits.
 func KV(ctx context.Context, c *client.Client, o KVOptions) (*Report, error) {
 	o.defaults()
 	rep := &Report{Bench: "kv", Started: time.Now(), Params: fmt.Sprintf("keys=%d value≈%dB conns=%d requests=%d cache=%dMiB small-keys=%d lookups=%d clients=%v inserts=%d",
@@ -230,6 +231,14 @@ func KV(ctx context.Context, c *client.Client, o KVOptions) (*Report, error) {
 	if err := sq.load(o.SmallKeys, value); err != nil {
 		return nil, err
 	}
+	bb, err := newBoltKV(filepath.Join(local, "ref.bolt"))
+	if err != nil {
+		return nil, err
+	}
+	defer bb.Close()
+	if err := bb.load(o.SmallKeys, value); err != nil {
+		return nil, err
+	}
 	for _, p := range o.Clients {
 		get := func(d *kv.DB) func(int) error {
 			return func(int) error {
@@ -249,8 +258,13 @@ func KV(ctx context.Context, c *client.Client, o KVOptions) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		boltRate, err := rate(p, o.Lookups, func(int) error { return bb.get(kvKey(rand.IntN(o.SmallKeys))) })
+		if err != nil {
+			return nil, err
+		}
 		name := fmt.Sprintf("Go API lookups, 1 KB values, %d clients", p)
 		rep.add(Result{Name: name, Unit: "lookups/s", Ours: ours, RefName: "same code, local copy of the file (same block size)", Ref: loc})
+		rep.add(Result{Name: name, Unit: "lookups/s", Ours: ours, RefName: "bbolt, local file (read transaction per lookup)", Ref: boltRate})
 		rep.add(Result{Name: name, Unit: "lookups/s", Ours: ours, RefName: "SQLite table, local file", Ref: sqlRate})
 	}
 
@@ -272,8 +286,14 @@ func KV(ctx context.Context, c *client.Client, o KVOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	boltSingle, err := rate(1, o.Inserts, func(int) error { i := int(seq.Add(1)); return bb.put(fmt.Sprintf("new%07d", i), value(i)) })
+	if err != nil {
+		return nil, err
+	}
 	rep.add(Result{Name: "Go API insert, 1 KB value, one commit each (durable)", Unit: "commits/s", Ours: single,
 		RefName: "SQLite insert commits (WAL, synchronous=FULL)", Ref: sqlSingle, Note: fmt.Sprintf("garbage after: %d MB", sdb.Stats().Garbage>>20)})
+	rep.add(Result{Name: "Go API insert, 1 KB value, one commit each (durable)", Unit: "commits/s", Ours: single,
+		RefName: "bbolt Update per key (fsync each)", Ref: boltSingle})
 	for _, p := range o.Clients {
 		if p == 1 {
 			continue
@@ -286,8 +306,15 @@ func KV(ctx context.Context, c *client.Client, o KVOptions) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep.add(Result{Name: fmt.Sprintf("HTTP PUT, 1 KB values, %d clients (server batches commits)", p), Unit: "puts/s", Ours: put,
-			RefName: fmt.Sprintf("SQLite insert commits, %d writers", p), Ref: sqlPut})
+		// bbolt's Batch coalesces concurrent writers into one commit, as
+		// the writable server does with its clients' PUTs.
+		boltPut, err := rate(p, o.Inserts, func(int) error { i := int(seq.Add(1)); return bb.batchPut(fmt.Sprintf("new%07d", i), value(i)) })
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("HTTP PUT, 1 KB values, %d clients (server batches commits)", p)
+		rep.add(Result{Name: name, Unit: "puts/s", Ours: put, RefName: fmt.Sprintf("SQLite insert commits, %d writers", p), Ref: sqlPut})
+		rep.add(Result{Name: name, Unit: "puts/s", Ours: put, RefName: fmt.Sprintf("bbolt Batch, %d writers", p), Ref: boltPut})
 	}
 	return rep, nil
 }
@@ -471,6 +498,60 @@ func (s *sqliteKV) put(k string, v []byte) error {
 }
 
 func (s *sqliteKV) Close() error { return s.db.Close() }
+
+// boltKV is the B+-tree reference: bbolt (the design Plasma KV's file
+// follows: copy-on-write pages, one writer) over a local file, one bucket,
+// fsync on every commit (bbolt's default).
+type boltKV struct{ db *bolt.DB }
+
+var boltBucket = []byte("kv")
+
+func newBoltKV(path string) (*boltKV, error) {
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(boltBucket); return err }); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &boltKV{db: db}, nil
+}
+
+func (b *boltKV) load(n int, value func(int) []byte) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(boltBucket)
+		for i := 0; i < n; i++ {
+			if err := bk.Put([]byte(kvKey(i)), value(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// get copies the value out, as kv's Get does: bbolt's slice is only
+// valid inside the transaction.
+func (b *boltKV) get(k string) error {
+	return b.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(boltBucket).Get([]byte(k))
+		if v == nil {
+			return fmt.Errorf("bbolt: %s missing", k)
+		}
+		_ = append([]byte(nil), v...)
+		return nil
+	})
+}
+
+func (b *boltKV) put(k string, v []byte) error {
+	return b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(boltBucket).Put([]byte(k), v) })
+}
+
+func (b *boltKV) batchPut(k string, v []byte) error {
+	return b.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket(boltBucket).Put([]byte(k), v) })
+}
+
+func (b *boltKV) Close() error { return b.db.Close() }
 
 // removeTree removes a PlasmaFS directory tree (the benchmark's own).
 func removeTree(ctx context.Context, c *client.Client, dir string) {
