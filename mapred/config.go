@@ -25,6 +25,17 @@ type Job struct {
 	Map    string
 	Reduce string
 
+	// InputFormat is how input files are cut into records (a record is
+	// never split between two map tasks; the mapper gets whole records on
+	// stdin, in the input's own format):
+	//   "lines" (default): text lines ending in '\n';
+	//   "fixed": records of RecordSize bytes each;
+	//   "length-prefixed": each record a 4-byte big-endian length, then
+	//   that many bytes. Such a file cannot be cut without reading it from
+	//   its start, so each file is one map task.
+	InputFormat string
+	RecordSize  int // "fixed": bytes per record
+
 	Partitions  int   // reduce tasks = output files (default 4)
 	SplitSize   int64 // bytes of input per map task, rounded to whole blocks (default 64 MiB)
 	SortBuffer  int64 // memory one task may use to sort and merge (default 64 MiB)
@@ -51,6 +62,9 @@ func (j *Job) Defaults() {
 	}
 	if j.Partitions == 0 {
 		j.Partitions = 4
+	}
+	if j.InputFormat == "" {
+		j.InputFormat = FormatLines
 	}
 	if j.SplitSize == 0 {
 		j.SplitSize = 64 << 20
@@ -84,6 +98,18 @@ func (j *Job) Validate() error {
 	}
 	if j.Map == "" {
 		return errors.New("map command missing")
+	}
+	switch j.InputFormat {
+	case FormatLines, FormatLengthPrefixed:
+		if j.RecordSize != 0 {
+			return fmt.Errorf("record_size applies to input_format \"fixed\" only")
+		}
+	case FormatFixed:
+		if j.RecordSize < 1 || j.RecordSize > 1<<30 {
+			return fmt.Errorf("record_size %d: input_format \"fixed\" needs 1..1G bytes per record", j.RecordSize)
+		}
+	default:
+		return fmt.Errorf("input_format %q: must be %q, %q or %q", j.InputFormat, FormatLines, FormatFixed, FormatLengthPrefixed)
 	}
 	switch {
 	case j.Partitions < 1 || j.Partitions > 100000:
@@ -256,9 +282,9 @@ func parseStrings(v string) ([]string, error) {
 
 func (j *Job) set(k, v string) error {
 	str := map[string]*string{"name": &j.Name, "input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log,
-		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce,
+		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce, "input_format": &j.InputFormat,
 		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log}
-	ints := map[string]*int{"partitions": &j.Partitions, "max_attempts": &j.MaxAttempts, "rep": &j.Rep, "output_rep": &j.OutputRep, "local_slots": &j.LocalSlots}
+	ints := map[string]*int{"record_size": &j.RecordSize, "partitions": &j.Partitions, "max_attempts": &j.MaxAttempts, "rep": &j.Rep, "output_rep": &j.OutputRep, "local_slots": &j.LocalSlots}
 	sizes := map[string]*int64{"split_size": &j.SplitSize, "sort_buffer": &j.SortBuffer, "bigblock_size": &j.SplitSize, "buffer_size": &j.SortBuffer}
 	if p, ok := str[k]; ok {
 		s, err := parseString(v)

@@ -324,7 +324,7 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	var mu sync.Mutex // guards rep and st while phases run
 	stopMonitor := monitor(ctx, c, kill, &mu, rep, st)
 	ptx, _ := c.Begin(ctx)
-	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize)
+	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, j.InputFormat == FormatLengthPrefixed)
 	ptx.Abort(ctx)
 	if err != nil {
 		err = fmt.Errorf("planning: %w", err)
@@ -345,6 +345,7 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 		t := base
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
+		t.Format, t.RecordSize = j.InputFormat, j.RecordSize
 		maps = append(maps, &taskState{t: t, node: s.Node})
 	}
 	jctx, cancel := context.WithCancel(ctx)

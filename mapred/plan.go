@@ -21,7 +21,10 @@ type Split struct {
 // '_' are skipped, as Hadoop does) and cuts them into splits of at most
 // splitSize bytes (rounded down to whole blocks, at least one block), each
 // a run of blocks sharing a datanode.
-func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64) ([]Split, int64, error) {
+//
+// A file of a format that cannot be cut anywhere but at its start
+// (whole) is one split, placed on the datanode holding most of it.
+func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64, whole bool) ([]Split, int64, error) {
 	ents, err := tx.ReadDirPlus(ctx, dir)
 	if err != nil {
 		return nil, 0, err
@@ -44,6 +47,10 @@ func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64
 			return nil, 0, err
 		}
 		path := strings.TrimSuffix(dir, "/") + "/" + e.Name
+		if whole {
+			out = append(out, wholeFile(path, e.Info.Size, fbs, xs, load))
+			continue
+		}
 		out = append(out, splitFile(path, e.Info.Size, fbs, splitSize, xs, load)...)
 	}
 	return out, bs, nil
@@ -105,6 +112,29 @@ func splitFile(path string, size, bs, splitSize int64, xs []client.Extent, load 
 		finish(nblocks)
 	}
 	return out
+}
+
+// wholeFile is one split of a whole file, on the datanode holding the
+// most of its blocks.
+func wholeFile(path string, size, bs int64, xs []client.Extent, load map[string]int) Split {
+	held := map[string]int64{}
+	for _, x := range xs {
+		for _, r := range x.Replicas {
+			if r.Alive {
+				held[r.Datanode] += int64(x.Count)
+			}
+		}
+	}
+	best := ""
+	for id, n := range held {
+		if best == "" || n > held[best] || n == held[best] && id < best {
+			best = id
+		}
+	}
+	if best != "" {
+		load[best]++
+	}
+	return Split{File: path, Start: 0, End: size, Node: best}
 }
 
 func intersect(a, b []string) []string {

@@ -33,6 +33,8 @@ type Task struct {
 	// end of the line running over End and skips a partial first line).
 	Input      string
 	Start, End int64
+	Format     string // input format (Job.InputFormat; "" means lines)
+	RecordSize int    // "fixed"
 
 	// Reduce: the map outputs; the task reads partition Index of each.
 	Inputs []string
@@ -247,9 +249,21 @@ func (e *exec1) noteInput(ctx context.Context, tx *client.Txn, ino uint64, off, 
 	return nil
 }
 
-// feedSplit writes the records of the task's split to w: whole lines
-// starting in [Start, End), each ending in '\n'.
+// feedSplit writes the records of the task's split to w: the records
+// starting in [Start, End), whole.
 func (e *exec1) feedSplit(in io.ReaderAt, size int64, w io.Writer, readBuf int) error {
+	switch e.t.Format {
+	case FormatFixed:
+		return e.feedFixed(in, size, w, readBuf)
+	case FormatLengthPrefixed:
+		return e.feedLengthPrefixed(in, size, w, readBuf)
+	}
+	return e.feedLines(in, size, w, readBuf)
+}
+
+// feedLines feeds whole lines starting in [Start, End), each ending in
+// '\n'.
+func (e *exec1) feedLines(in io.ReaderAt, size int64, w io.Writer, readBuf int) error {
 	t := e.t
 	end := min(t.End, size)
 	pos := t.Start

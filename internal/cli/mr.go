@@ -46,6 +46,8 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	str(&fj.Map, "map", "mapper shell `command`")
 	str(&fj.Reduce, "reduce", "reducer shell `command` (empty: identity)")
 	str(&fj.Name, "name", "job name")
+	str(&fj.InputFormat, "input-format", "how input files are cut into records: lines (default), fixed (-record-size bytes each)\nor length-prefixed (4-byte big-endian length, then the record; each file one map task)")
+	recordSize := f.intRange("record-size", 0, 0, 1<<30, "bytes per record of -input-format fixed")
 	partitions := f.intRange("partitions", 0, 0, 100000, "reduce tasks = output files (0: the job file's or 4)")
 	attempts := f.intRange("max-attempts", 0, 0, 100, "attempts of a task before the job fails (0: the job file's or 3)")
 	slots := f.intRange("slots", 0, 0, 1024, "in-process task slots without task servers (0: the job file's or 2)")
@@ -71,8 +73,8 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	default:
 		return usagef("one job file at most")
 	}
-	over := map[string]*string{"input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log, "map": &j.Map, "reduce": &j.Reduce, "name": &j.Name}
-	from := map[string]string{"input": fj.Input, "output": fj.Output, "work": fj.Work, "log": fj.Log, "map": fj.Map, "reduce": fj.Reduce, "name": fj.Name}
+	over := map[string]*string{"input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log, "map": &j.Map, "reduce": &j.Reduce, "name": &j.Name, "input-format": &j.InputFormat}
+	from := map[string]string{"input": fj.Input, "output": fj.Output, "work": fj.Work, "log": fj.Log, "map": fj.Map, "reduce": fj.Reduce, "name": fj.Name, "input-format": fj.InputFormat}
 	for k, p := range over {
 		if set[k] {
 			*p = from[k]
@@ -80,6 +82,9 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	}
 	if *partitions > 0 {
 		j.Partitions = *partitions
+	}
+	if *recordSize > 0 {
+		j.RecordSize = *recordSize
 	}
 	if *attempts > 0 {
 		j.MaxAttempts = *attempts
