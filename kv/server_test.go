@@ -155,7 +155,9 @@ func TestServeConcurrentAgainstModel(t *testing.T) {
 				key := fmt.Sprintf("c%02d/k%d", ci, r.IntN(10))
 				switch x := r.IntN(10); {
 				case x < 4:
-					v := randBytes(r, r.IntN(50000)) // some streamed, most buffered
+					// Inline values (up to 64 bytes, empty ones too), values in
+					// one block, values over several: each is served its own way.
+					v := randBytes(r, []int{r.IntN(65), r.IntN(4000), r.IntN(50000)}[r.IntN(3)])
 					code, _, err := do("PUT", key, v)
 					if err != nil || code != 204 {
 						errs <- fmt.Errorf("PUT %s: %d %v", key, code, err)
