@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +18,7 @@ func init() {
 	register("mr status", "[-log DIR] JOBID", "show a MapReduce job's state and progress", cmdMRStatus)
 	register("mr list", "[-log DIR]", "list the MapReduce jobs of a log directory", cmdMRList)
 	register("mr kill", "[-log DIR] JOBID", "stop a running MapReduce job (no output; its work directory removed)", cmdMRKill)
+	register("mr web", "[-listen HOST:PORT] [-log DIR]", "serve a read-only web view of the MapReduce jobs (progress, counters, reports)", cmdMRWeb)
 }
 
 const mrLogUsage = "the jobs' PlasmaFS log `DIR`ectory"
@@ -103,5 +107,40 @@ and records the job as killed itself.`, true)
 		return fmt.Errorf("job %s ended %s before it was killed", s.JobID, s.State)
 	}
 	fmt.Fprintf(stdout, "job %s killed\n", s.JobID)
+	return nil
+}
+
+func cmdMRWeb(ctx context.Context, args []string) error {
+	f := newFlags("mr web", "[-listen HOST:PORT] [-log DIR]",
+		`Serve a read-only web view of the jobs of a log directory: / lists them (state, phase,
+progress), /job/JOBID shows one with its report once it has ended; /jobs.json and
+/job/JOBID.json give the same as JSON. It reads the status files in PlasmaFS, so it shows
+the jobs of every coordinator. The first line printed is the address it listens on.`, true)
+	logDir := f.String("log", mapred.DefaultLog, mrLogUsage)
+	listen := f.String("listen", "127.0.0.1:8766", "address to listen on")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if len(f.pos) != 0 {
+		return usagef("unexpected argument %q", f.pos[0])
+	}
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "http://%s/\n", l.Addr())
+	srv := &http.Server{Handler: mapred.WebHandler(c, *logDir), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
 	return nil
 }
