@@ -24,6 +24,12 @@ type Job struct {
 	// is the identity: the output is the sorted map output.
 	Map    string
 	Reduce string
+	// Combine, optional, is a shell command run on each sorted run of a
+	// map task, partition by partition, before it is written: it reads
+	// "key TAB value" lines sorted by key and writes lines that replace
+	// them (typically one per key, as the reducer would, so that less
+	// goes to the shuffle). It must keep the keys it is given.
+	Combine string
 
 	// InputFormat is how input files are cut into records (a record is
 	// never split between two map tasks; the mapper gets whole records on
@@ -282,7 +288,7 @@ func parseStrings(v string) ([]string, error) {
 
 func (j *Job) set(k, v string) error {
 	str := map[string]*string{"name": &j.Name, "input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log,
-		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce, "input_format": &j.InputFormat,
+		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce, "input_format": &j.InputFormat, "combine": &j.Combine, "combine_exec": &j.Combine,
 		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log}
 	ints := map[string]*int{"record_size": &j.RecordSize, "partitions": &j.Partitions, "max_attempts": &j.MaxAttempts, "rep": &j.Rep, "output_rep": &j.OutputRep, "local_slots": &j.LocalSlots}
 	sizes := map[string]*int64{"split_size": &j.SplitSize, "sort_buffer": &j.SortBuffer, "bigblock_size": &j.SplitSize, "buffer_size": &j.SortBuffer}

@@ -112,6 +112,10 @@ func (r *Report) Text() string {
 	p("Map output records", c.MapOutRecords)
 	p("Map output bytes", c.MapOutBytes)
 	p("Spills", c.Spills)
+	if c.CombineIn > 0 {
+		p("Combine input records", c.CombineIn)
+		p("Combine output records", c.CombineOut)
+	}
 	p("Merge passes", c.MergePasses)
 	p("Reduce input records", c.ReduceInRecords)
 	p("Reduce input bytes", c.ReduceInBytes)
@@ -344,6 +348,7 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	for i, s := range splits {
 		t := base
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
+		t.Combine = j.Combine
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
 		t.Format, t.RecordSize = j.InputFormat, j.RecordSize
 		maps = append(maps, &taskState{t: t, node: s.Node})

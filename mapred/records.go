@@ -88,6 +88,9 @@ type sortBuf struct {
 	limit int64
 	arena []byte
 	recs  []rec
+	// combine, if set, replaces each partition's sorted records by what it
+	// returns (the job's combiner), which writeSorted sorts again.
+	combine func(lines [][]byte) ([][]byte, error)
 }
 
 // add appends a record; false means the buffer is full (the record was not
@@ -145,6 +148,27 @@ func (b *sortBuf) writeSorted(w *countWriter, parts int) ([]int64, error) {
 	i := 0
 	for p := 0; p < parts; p++ {
 		offs[p] = w.n - base
+		if b.combine != nil {
+			var lines [][]byte
+			for ; i < len(b.recs) && int(b.recs[i].part) == p; i++ {
+				lines = append(lines, b.line(b.recs[i]))
+			}
+			if len(lines) == 0 {
+				continue
+			}
+			out, err := b.combine(lines)
+			if err != nil {
+				return nil, err
+			}
+			slices.SortStableFunc(out, compareLines)
+			for _, l := range out {
+				w.Write(l)
+				if err := w.WriteByte('\n'); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		for ; i < len(b.recs) && int(b.recs[i].part) == p; i++ {
 			w.Write(b.line(b.recs[i]))
 			if err := w.WriteByte('\n'); err != nil {

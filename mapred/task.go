@@ -2,6 +2,7 @@ package mapred
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type Task struct {
 	Attempt    int
 	Dir        string // the job's directory in the work directory
 	Command    string // sh -c command; empty for the identity reducer
+	Combine    string // map: the combiner's sh -c command, run on each sorted run's partitions (empty: none)
 	Partitions int
 	SortBuffer int64
 	Rep        int // replication of the file the task writes
@@ -51,6 +53,7 @@ type Counters struct {
 	MapInRecords, MapInBytes       int64
 	MapOutRecords, MapOutBytes     int64
 	Spills, MergePasses            int64
+	CombineIn, CombineOut          int64 // records into and out of the combiner
 	ReduceInRecords, ReduceInBytes int64
 	ReduceOutRecords               int64
 	ReduceOutBytes                 int64
@@ -62,6 +65,8 @@ func (c *Counters) add(o Counters) {
 	c.MapOutRecords += o.MapOutRecords
 	c.MapOutBytes += o.MapOutBytes
 	c.Spills += o.Spills
+	c.CombineIn += o.CombineIn
+	c.CombineOut += o.CombineOut
 	c.MergePasses += o.MergePasses
 	c.ReduceInRecords += o.ReduceInRecords
 	c.ReduceInBytes += o.ReduceInBytes
@@ -186,10 +191,78 @@ func (e *exec1) env() []string {
 	return env
 }
 
+// runCombiner runs the job's combiner on one partition of a sorted run:
+// the lines go to its stdin, sorted by key; its "key TAB value" lines
+// replace them.
+func (e *exec1) runCombiner(ctx context.Context, lines [][]byte) ([][]byte, error) {
+	cmd := e.commandOf(ctx, e.t.Combine)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("combine command: %w", err)
+	}
+	fed := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(stdin, 64<<10)
+		var err error
+		for _, l := range lines {
+			bw.Write(l)
+			if err = bw.WriteByte('\n'); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		stdin.Close()
+		if errors.Is(err, syscall.EPIPE) {
+			err = nil
+		}
+		fed <- err
+	}()
+	var out [][]byte
+	lr := lineReader{r: bufio.NewReaderSize(stdout, 64<<10)}
+	var rerr error
+	for {
+		l, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			rerr = err
+			cmd.Cancel()
+			io.Copy(io.Discard, stdout)
+			break
+		}
+		out = append(out, bytes.Clone(l))
+	}
+	werr := cmd.Wait()
+	ferr := <-fed
+	switch {
+	case werr != nil:
+		return nil, exitError("combine command", werr)
+	case rerr != nil:
+		return nil, rerr
+	case ferr != nil:
+		return nil, ferr
+	}
+	e.res.Counters.CombineIn += int64(len(lines))
+	e.res.Counters.CombineOut += int64(len(out))
+	return out, nil
+}
+
 // command prepares the task's command in its own process group, killed
 // with the group when ctx ends or the worker process dies.
-func (e *exec1) command(ctx context.Context) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "sh", "-c", e.t.Command)
+func (e *exec1) command(ctx context.Context) *exec.Cmd { return e.commandOf(ctx, e.t.Command) }
+
+func (e *exec1) commandOf(ctx context.Context, shell string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", shell)
 	cmd.Env = e.env()
 	cmd.Stderr = e.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -370,6 +443,9 @@ func (e *exec1) runMap(ctx context.Context) error {
 	}()
 
 	buf := &sortBuf{limit: t.SortBuffer}
+	if t.Combine != "" {
+		buf.combine = func(lines [][]byte) ([][]byte, error) { return e.runCombiner(ctx, lines) }
+	}
 	var runs []run
 	spill := func() error {
 		ra, wr, done, err := e.scratchFile(ctx)

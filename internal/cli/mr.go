@@ -45,6 +45,7 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	str(&fj.Log, "log", "log `DIR` in PlasmaFS (default "+mapred.DefaultLog+")")
 	str(&fj.Map, "map", "mapper shell `command`")
 	str(&fj.Reduce, "reduce", "reducer shell `command` (empty: identity)")
+	str(&fj.Combine, "combine", "combiner shell `command`, run on each map task's sorted output before the shuffle")
 	str(&fj.Name, "name", "job name")
 	str(&fj.InputFormat, "input-format", "how input files are cut into records: lines (default), fixed (-record-size bytes each)\nor length-prefixed (4-byte big-endian length, then the record; each file one map task)")
 	recordSize := f.intRange("record-size", 0, 0, 1<<30, "bytes per record of -input-format fixed")
@@ -73,8 +74,8 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	default:
 		return usagef("one job file at most")
 	}
-	over := map[string]*string{"input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log, "map": &j.Map, "reduce": &j.Reduce, "name": &j.Name, "input-format": &j.InputFormat}
-	from := map[string]string{"input": fj.Input, "output": fj.Output, "work": fj.Work, "log": fj.Log, "map": fj.Map, "reduce": fj.Reduce, "name": fj.Name, "input-format": fj.InputFormat}
+	over := map[string]*string{"input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log, "map": &j.Map, "reduce": &j.Reduce, "name": &j.Name, "input-format": &j.InputFormat, "combine": &j.Combine}
+	from := map[string]string{"input": fj.Input, "output": fj.Output, "work": fj.Work, "log": fj.Log, "map": fj.Map, "reduce": fj.Reduce, "name": fj.Name, "input-format": fj.InputFormat, "combine": fj.Combine}
 	for k, p := range over {
 		if set[k] {
 			*p = from[k]
