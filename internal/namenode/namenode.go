@@ -117,7 +117,7 @@ type Namenode struct {
 	inodes      map[uint64]*inode
 	inoNext     uint64
 	inoLimit    uint64
-	locks       map[lockKey]*lockState
+	locks       *lockTable // guarded by mu
 	txns        map[txnKey]*Txn
 	userAlloc   map[string]uint64 // blocks held in uncommitted transactions per user
 	nodes       map[uint32]*dnode
@@ -224,7 +224,7 @@ func New(cfg Config) (*Namenode, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		inodes:     map[uint64]*inode{},
-		locks:      map[lockKey]*lockState{},
+		locks:      newLockTable(),
 		txns:       map[txnKey]*Txn{},
 		userAlloc:  map[string]uint64{},
 		nodes:      map[uint32]*dnode{},

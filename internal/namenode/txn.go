@@ -44,20 +44,6 @@ type seenVersion struct {
 	size   int64
 }
 
-type lockKey struct {
-	ino   uint64
-	name  string
-	entry bool // a directory entry (ino is the parent) rather than an inode
-}
-
-// lockState: an exclusive owner, or any number of shared holders (shared
-// locks on a directory keep it from being removed while entries are
-// created in it).
-type lockState struct {
-	owner  *Txn
-	shared map[*Txn]bool
-}
-
 // getTxn returns the open transaction id of c. A transaction exists only
 // from a request that begins it (FlagBegin) until it commits, aborts or
 // times out; any other request naming an unknown id is refused, so a
@@ -84,70 +70,16 @@ func (n *Namenode) getTxn(c *conn, id uint64, begin bool) (*Txn, error) {
 	return tx, nil
 }
 
-// lock takes an exclusive lock, or reports a conflict at once.
-func (n *Namenode) lock(tx *Txn, k lockKey) error {
-	l := n.locks[k]
-	if l == nil {
-		l = &lockState{}
-		n.locks[k] = l
-	}
-	if l.owner == tx {
-		return nil
-	}
-	if l.owner != nil {
-		return errConflict
-	}
-	for h := range l.shared {
-		if h != tx {
-			return errConflict
-		}
-	}
-	l.owner = tx
-	tx.locks = append(tx.locks, k)
-	return nil
-}
-
-func (n *Namenode) lockShared(tx *Txn, ino uint64) error {
-	k := lockKey{ino: ino}
-	l := n.locks[k]
-	if l == nil {
-		l = &lockState{}
-		n.locks[k] = l
-	}
-	if l.owner != nil && l.owner != tx {
-		return errConflict
-	}
-	if l.shared[tx] || l.owner == tx {
-		return nil
-	}
-	if l.shared == nil {
-		l.shared = map[*Txn]bool{}
-	}
-	l.shared[tx] = true
-	tx.locks = append(tx.locks, k)
-	return nil
-}
-
-func (n *Namenode) lockInode(tx *Txn, ino uint64) error { return n.lock(tx, lockKey{ino: ino}) }
+// The namenode's lock calls: the lock table plus, at release, the
+// directory-move lock, which is the namenode's own.
+func (n *Namenode) lockShared(tx *Txn, ino uint64) error { return n.locks.shared(tx, inodeKey(ino)) }
+func (n *Namenode) lockInode(tx *Txn, ino uint64) error  { return n.locks.exclusive(tx, inodeKey(ino)) }
 func (n *Namenode) lockEntry(tx *Txn, parent uint64, name string) error {
-	return n.lock(tx, lockKey{ino: parent, name: name, entry: true})
+	return n.locks.exclusive(tx, entryKey(parent, name))
 }
 
 func (n *Namenode) releaseLocks(tx *Txn) {
-	for _, k := range tx.locks {
-		l := n.locks[k]
-		if l == nil {
-			continue
-		}
-		if l.owner == tx {
-			l.owner = nil
-		}
-		delete(l.shared, tx)
-		if l.owner == nil && len(l.shared) == 0 {
-			delete(n.locks, k)
-		}
-	}
-	tx.locks = nil
+	n.locks.releaseAll(tx)
 	if n.renameLock == tx {
 		n.renameLock = nil
 	}
