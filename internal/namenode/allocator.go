@@ -1,0 +1,183 @@
+package namenode
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// runLength is the number of blocks a single-replica file puts on one
+// datanode before moving to the next, so sequential and random reads spread
+// over the nodes while each run stays contiguous on disk.
+const runLength = 128
+
+// blockAllocator places one allocation request: which datanodes get each
+// replica of each block, taken from their block maps. It knows nothing of
+// transactions; the namenode records the runs it returns in the
+// transaction that asked, which frees them if it does not commit.
+//
+// Lock discipline: it changes the block maps of its datanodes, so it is
+// built and used under Namenode.mu and dropped at the end of the request.
+type blockAllocator struct {
+	nodes []*dnode          // candidates: live, enabled datanodes
+	hints map[uint32]uint64 // per datanode, where the file's blocks there end
+}
+
+// newBlockAllocator makes an allocator over the live datanodes nodes for a
+// file whose current block list is xs (the contiguity hints).
+func newBlockAllocator(nodes []*dnode, xs []wire.Extent) *blockAllocator {
+	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}}
+	for _, x := range xs {
+		for _, r := range x.Replicas {
+			a.hints[r.Node] = r.Start + uint64(x.Count)
+		}
+	}
+	return a
+}
+
+// place allocates blocks index..index+count-1 of file ino with rep
+// replicas and returns the extents and the runs taken (one per replica
+// piece). pref names identities to favour; "-identity" excludes one (a
+// client that just failed to write there). On error nothing stays taken.
+func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string) ([]wire.Extent, []run, error) {
+	prefSet, exclude := map[string]bool{}, map[string]bool{}
+	for _, p := range pref {
+		if strings.HasPrefix(p, "-") {
+			exclude[p[1:]] = true
+		} else {
+			prefSet[p] = true
+		}
+	}
+	var live []*dnode
+	for _, dn := range a.nodes {
+		if !exclude[dn.Identity] {
+			live = append(live, dn)
+		}
+	}
+	if rep > len(live) {
+		return nil, nil, fail(wire.ErrCodeUnavailable, "replication %d requested but only %d usable datanodes are alive", rep, len(live))
+	}
+	sort.Slice(live, func(i, j int) bool {
+		pi, pj := prefSet[live[i].Identity], prefSet[live[j].Identity]
+		if pi != pj {
+			return pi
+		}
+		if rep > 1 && live[i].used.free() != live[j].used.free() {
+			return live[i].used.free() > live[j].used.free()
+		}
+		return live[i].ID < live[j].ID
+	})
+	var out []wire.Extent
+	var runs []run
+	for count > 0 {
+		piece := count
+		var set []*dnode
+		if rep == 1 {
+			group := index / runLength
+			piece = min(count, (group+1)*runLength-index)
+			set = []*dnode{live[int(group%uint64(len(live)))]}
+		} else {
+			set = live[:rep]
+		}
+		xs, rs, err := a.piece(ino, set, live, index, piece)
+		runs = append(runs, rs...)
+		if err != nil {
+			a.release(runs)
+			return nil, nil, err
+		}
+		out = append(out, xs...)
+		index += piece
+		count -= piece
+	}
+	return out, runs, nil
+}
+
+// piece allocates count blocks on the nodes of set (one replica each),
+// replacing a full node by another live one. It returns the runs it took
+// also when it fails, for place to give back.
+func (a *blockAllocator) piece(ino uint64, set, live []*dnode, index, count uint64) ([]wire.Extent, []run, error) {
+	set = append([]*dnode(nil), set...)
+	var out []wire.Extent
+	var runs []run
+	for count > 0 {
+		starts := make([]uint64, len(set))
+		got := make([]uint64, len(set))
+		for i := 0; i < len(set); i++ {
+			s, g := set[i].used.alloc(count, a.hints[set[i].ID])
+			if g == 0 {
+				// Full: undo this round and substitute another node.
+				for j := 0; j < i; j++ {
+					set[j].used.clear(starts[j], got[j])
+				}
+				repl := substitute(set, live, set[i])
+				if repl == nil {
+					return nil, runs, fail(wire.ErrCodeNoSpace, "no space: datanode %s is full and no other live datanode has room", set[i].Identity)
+				}
+				set[i] = repl
+				i = -1
+				continue
+			}
+			starts[i], got[i] = s, g
+		}
+		l := got[0]
+		for _, g := range got {
+			l = min(l, g)
+		}
+		x := wire.Extent{Index: index, Count: uint32(l)}
+		for i, dn := range set {
+			if got[i] > l {
+				dn.used.clear(starts[i]+l, got[i]-l)
+			}
+			x.Replicas = append(x.Replicas, wire.Run{Node: dn.ID, Start: starts[i]})
+			runs = append(runs, run{node: dn.ID, start: starts[i], count: l, ino: ino, index: index})
+			a.hints[dn.ID] = starts[i] + l
+		}
+		out = append(out, x)
+		index += l
+		count -= l
+	}
+	return out, runs, nil
+}
+
+// release gives runs back to the block maps of the allocator's nodes.
+func (a *blockAllocator) release(runs []run) {
+	for _, r := range runs {
+		for _, dn := range a.nodes {
+			if dn.ID == r.node {
+				dn.used.clear(r.start, r.count)
+			}
+		}
+	}
+}
+
+// substitute returns a live node outside set, other than full, with room.
+func substitute(set, live []*dnode, full *dnode) *dnode {
+	in := map[*dnode]bool{}
+	for _, d := range set {
+		in[d] = true
+	}
+	for _, d := range live {
+		if !in[d] && d != full && d.used.free() > 0 {
+			return d
+		}
+	}
+	return nil
+}
+
+// allocate allocates blocks index..index+count-1 of a file with rep replicas
+// for tx, which holds them until it ends. Called with n.mu held.
+func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string) ([]wire.Extent, error) {
+	a := newBlockAllocator(n.liveNodes(), n.blockList(tx, ino))
+	xs, runs, err := a.place(ino, index, count, rep, pref)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 && tx.allocated == nil {
+		tx.allocated = map[uint32][]run{}
+	}
+	for _, r := range runs {
+		tx.allocated[r.node] = append(tx.allocated[r.node], r)
+	}
+	return xs, nil
+}
