@@ -360,7 +360,7 @@ func (n *Namenode) settleAllocations(tx *Txn, c *meta.Change) []run {
 		}
 	}
 	for k := range mine {
-		if dn := n.nodes[k.node]; dn != nil {
+		if dn := n.nodes.get(k.node); dn != nil {
 			dn.used.clear(k.b, 1)
 		}
 	}

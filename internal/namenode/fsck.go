@@ -425,7 +425,7 @@ func (n *Namenode) fsckExtent(s *fsckScan, path string, in *inode, x wire.Extent
 		s.report(fmt.Sprintf("%s: blocks %d-%d have %d of %d replicas", path, x.Index, last, len(x.Replicas), in.attr.Rep))
 	}
 	for _, r := range x.Replicas {
-		dn := n.nodes[r.Node]
+		dn := n.nodes.get(r.Node)
 		if dn == nil {
 			s.report(fmt.Sprintf("%s: blocks %d-%d are on unknown datanode %d", path, x.Index, last, r.Node))
 			continue
@@ -674,7 +674,7 @@ func (n *Namenode) fsckMessage(s *fsckScan, is fsckIssue) string {
 		x, y := is.x, is.y
 		from := max(x.start, y.start)
 		dn := fmt.Sprint(x.node)
-		if d := n.nodes[x.node]; d != nil {
+		if d := n.nodes.get(x.node); d != nil {
 			dn = d.Identity
 		}
 		return fmt.Sprintf("%s: block %d shares datanode %s block %d with %s block %d",

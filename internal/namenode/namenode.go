@@ -120,8 +120,7 @@ type Namenode struct {
 	locks       *lockTable // guarded by mu
 	txns        map[txnKey]*Txn
 	userAlloc   map[string]uint64 // blocks held in uncommitted transactions per user
-	nodes       map[uint32]*dnode
-	byIdentity  map[string]*dnode
+	nodes       *nodeRegistry     // guarded by mu
 	epoch       uint64
 	pendingFree []pendingFree
 	renameLock  *Txn // holder of the directory-move lock
@@ -221,19 +220,18 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n := &Namenode{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		inodes:     map[uint64]*inode{},
-		locks:      newLockTable(),
-		txns:       map[txnKey]*Txn{},
-		userAlloc:  map[string]uint64{},
-		nodes:      map[uint32]*dnode{},
-		byIdentity: map[string]*dnode{},
-		commitQ:    make(chan *commitReq, 4096),
-		kick:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
-		conns:      map[*conn]struct{}{},
-		limits:     connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		inodes:    map[uint64]*inode{},
+		locks:     newLockTable(),
+		txns:      map[txnKey]*Txn{},
+		userAlloc: map[string]uint64{},
+		nodes:     newNodeRegistry(),
+		commitQ:   make(chan *commitReq, 4096),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		conns:     map[*conn]struct{}{},
+		limits:    connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
 	}
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
@@ -259,9 +257,7 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.inodes[rootIno].parent = rootIno
 	for _, d := range snap.Datanodes {
-		dn := &dnode{Datanode: d, used: newBlockMap(d.Blocks)}
-		n.nodes[d.ID] = dn
-		n.byIdentity[d.Identity] = dn
+		n.nodes.add(d)
 	}
 	// Inodes unlinked while open when the namenode stopped are deleted now:
 	// no transaction survives a restart.
@@ -273,7 +269,7 @@ func New(cfg Config) (*Namenode, error) {
 		}
 		for _, x := range in.blocks {
 			for _, r := range x.Replicas {
-				if dn := n.nodes[r.Node]; dn != nil && r.Start+uint64(x.Count) <= dn.Blocks {
+				if dn := n.nodes.get(r.Node); dn != nil && r.Start+uint64(x.Count) <= dn.Blocks {
 					dn.used.set(r.Start, uint64(x.Count))
 				}
 			}
@@ -410,7 +406,7 @@ func (n *Namenode) reaper() {
 					n.endTxn(tx, false)
 				}
 			}
-			for _, dn := range n.nodes {
+			for dn := range n.nodes.all() {
 				if dn.alive && now.Sub(dn.lastSeen) > n.cfg.HeartbeatTimeout {
 					n.log.Warn("datanode missed heartbeats, marking dead", "node", dn.Identity)
 					dn.alive = false

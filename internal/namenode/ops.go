@@ -230,7 +230,7 @@ func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 	if q.Node == nil {
 		return nil, fail(wire.ErrCodeInvalid, "heartbeat without node")
 	}
-	dn := n.byIdentity[q.Node.Identity]
+	dn := n.nodes.lookup(q.Node.Identity)
 	if dn == nil || dn.conn != c {
 		return nil, fail(wire.ErrCodeInvalid, "heartbeat from an unregistered datanode")
 	}
@@ -1016,7 +1016,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
 	if err != nil {
 		for node, runs := range tx.allocated {
-			if dn := n.nodes[node]; dn != nil {
+			if dn := n.nodes.get(node); dn != nil {
 				for _, r := range runs[before[node]:] {
 					dn.used.clear(r.start, r.count)
 				}
@@ -1046,7 +1046,7 @@ func (n *Namenode) userAllocLimit() uint64 {
 		return n.cfg.UserAllocLimit
 	}
 	var total uint64
-	for _, dn := range n.nodes {
+	for dn := range n.nodes.all() {
 		total += dn.Blocks
 	}
 	return total - total/8
@@ -1151,7 +1151,7 @@ func maxFileSize(bs uint32) int64 { return int64(maxBlockIndex) * int64(bs) }
 
 func (n *Namenode) fsStat() *wire.Response {
 	var total, used, alive, files, dirs uint64
-	for _, dn := range n.nodes {
+	for dn := range n.nodes.all() {
 		total += dn.Blocks
 		used += dn.used.nused
 		if dn.alive {
@@ -1166,7 +1166,7 @@ func (n *Namenode) fsStat() *wire.Response {
 			files++
 		}
 	}
-	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(len(n.nodes)), alive, uint64(len(n.txns))}}
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(n.nodes.count()), alive, uint64(len(n.txns))}}
 }
 
 // dropReplicas removes, from the blocks this transaction wrote, the
@@ -1177,7 +1177,7 @@ func (n *Namenode) fsStat() *wire.Response {
 func (n *Namenode) dropReplicas(tx *Txn, identities []string) error {
 	dead := map[uint32]bool{}
 	for _, id := range identities {
-		if dn := n.byIdentity[id]; dn != nil {
+		if dn := n.nodes.lookup(id); dn != nil {
 			dead[dn.ID] = true
 		}
 	}

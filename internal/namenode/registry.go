@@ -2,7 +2,6 @@ package namenode
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
@@ -32,13 +31,11 @@ func (d *dnode) nodeInfo() wire.NodeInfo {
 	return ni
 }
 
-// sideState is namenode state kept by registry.go and fsck.go: datanode
-// registrations waiting for the committer and fsck scans in progress.
+// sideState is namenode state kept by fsck.go: fsck scans in progress.
 // Guarded by Namenode.mu.
 type sideState struct {
-	registering map[string]uint32 // identity → datanode id, until durable
-	scans       map[uint64]*fsckScan
-	scanSeq     uint64
+	scans   map[uint64]*fsckScan
+	scanSeq uint64
 }
 
 // namespace is the namespace id of the store ("" if it has none).
@@ -100,27 +97,17 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 			Msg: fmt.Sprintf("datanode volume %s belongs to namespace %s, this namenode serves namespace %s (its database was replaced or formatted anew?): "+
 				"restore the namenode's database, or re-initialise the volume to reuse it here (its data is lost)", ni.Identity, ni.Namespace, ns)}
 	}
-	if n.side.registering == nil {
-		n.side.registering = map[string]uint32{}
-	}
-	if _, busy := n.side.registering[ni.Identity]; busy {
+	if n.nodes.reserved(ni.Identity) {
 		return refuse(wire.ErrCodeUnavailable, "datanode identity %s is being registered already", ni.Identity)
 	}
-	dn := n.byIdentity[ni.Identity]
+	dn := n.nodes.lookup(ni.Identity)
 	if dn != nil && dn.alive && dn.conn != nil && dn.conn != c {
 		return refuse(wire.ErrCodeExists, "datanode identity %s is already served by the live datanode at %s", ni.Identity, dn.info.Addr)
 	}
 	var rec meta.Datanode
 	switch {
 	case dn == nil:
-		next := uint32(1)
-		for k := range n.nodes {
-			next = max(next, k+1)
-		}
-		for _, k := range n.side.registering {
-			next = max(next, k+1)
-		}
-		rec = meta.Datanode{ID: next, Identity: ni.Identity, Blocks: ni.Blocks, Enabled: true}
+		rec = meta.Datanode{ID: n.nodes.nextID(), Identity: ni.Identity, Blocks: ni.Blocks, Enabled: true}
 	case ni.Blocks != dn.Blocks:
 		if ni.Blocks < dn.used.size && dn.used.firstUsedFrom(ni.Blocks) < dn.used.size {
 			return refuse(wire.ErrCodeInvalid, "datanode %s shrank to %d blocks but blocks beyond that are in use", ni.Identity, ni.Blocks)
@@ -134,23 +121,21 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
 	// grew or shrank gets no blocks either (it is not alive).
-	n.side.registering[ni.Identity] = rec.ID
+	n.nodes.reserve(ni.Identity, rec.ID)
 	info := *ni
 	return &commitReq{change: &meta.Change{PutNodes: []meta.Datanode{rec}}, reply: func(err error) {
 		// Called by the committer once the record is durable (in relaxed
 		// mode: applied, before any commit that could name the datanode).
 		n.mu.Lock()
-		delete(n.side.registering, rec.Identity)
+		n.nodes.unreserve(rec.Identity)
 		if err != nil {
 			n.mu.Unlock()
 			c.sendAsync(id, &wire.Response{Code: wire.ErrCodeInternal, Msg: fmt.Sprintf("record datanode %s: %v", rec.Identity, err)})
 			return
 		}
-		dn := n.byIdentity[rec.Identity]
+		dn := n.nodes.lookup(rec.Identity)
 		if dn == nil {
-			dn = &dnode{Datanode: rec, used: newBlockMap(rec.Blocks)}
-			n.nodes[rec.ID] = dn
-			n.byIdentity[rec.Identity] = dn
+			dn = n.nodes.add(rec)
 		} else {
 			dn.Blocks = rec.Blocks
 			dn.used.resize(rec.Blocks)
@@ -181,30 +166,11 @@ func (n *Namenode) admit(dn *dnode, c *conn, ni *wire.NodeInfo, ns string) wire.
 
 // connClosed marks the datanodes registered over c dead.
 func (n *Namenode) connClosed(c *conn) {
-	for _, dn := range n.nodes {
-		if dn.conn == c {
-			dn.alive = false
-			dn.conn = nil
-			n.log.Warn("datanode disconnected, marking dead", "node", dn.Identity)
-		}
+	for _, dn := range n.nodes.disconnect(c) {
+		n.log.Warn("datanode disconnected, marking dead", "node", dn.Identity)
 	}
 }
 
-func (n *Namenode) nodeList() []wire.NodeInfo {
-	out := make([]wire.NodeInfo, 0, len(n.nodes))
-	for _, dn := range n.nodes {
-		out = append(out, dn.nodeInfo())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+func (n *Namenode) nodeList() []wire.NodeInfo { return n.nodes.list() }
 
-func (n *Namenode) liveNodes() []*dnode {
-	var out []*dnode
-	for _, dn := range n.nodes {
-		if dn.alive && dn.Enabled {
-			out = append(out, dn)
-		}
-	}
-	return out
-}
+func (n *Namenode) liveNodes() []*dnode { return n.nodes.live() }

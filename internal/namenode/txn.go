@@ -249,7 +249,7 @@ func (n *Namenode) fileVersion(tx *Txn, ino uint64) ([]wire.Extent, int64) {
 func (n *Namenode) endTxn(tx *Txn, committed bool) {
 	if !committed {
 		for node, runs := range tx.allocated {
-			if dn := n.nodes[node]; dn != nil {
+			if dn := n.nodes.get(node); dn != nil {
 				for _, r := range runs {
 					dn.used.clear(r.start, r.count)
 				}
@@ -267,7 +267,7 @@ func (n *Namenode) endTxn(tx *Txn, committed bool) {
 	// Its tickets die with it: datanodes learn the tag with their next
 	// heartbeat.
 	for node := range tx.ticketed {
-		if dn := n.nodes[node]; dn != nil {
+		if dn := n.nodes.get(node); dn != nil {
 			dn.revoked = append(dn.revoked, tx.tag)
 		}
 	}
@@ -323,7 +323,7 @@ func (n *Namenode) releaseFrees() {
 	i := 0
 	for ; i < len(n.pendingFree) && n.pendingFree[i].epoch <= oldest && n.pendingFree[i].needSeq <= n.durableSeq; i++ {
 		for _, r := range n.pendingFree[i].runs {
-			if dn := n.nodes[r.node]; dn != nil {
+			if dn := n.nodes.get(r.node); dn != nil {
 				dn.used.clear(r.start, r.count)
 			}
 		}
