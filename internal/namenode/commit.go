@@ -128,7 +128,7 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 		delete(tx.used, a.Ino)
 	}
 	if len(pf.runs) > 0 {
-		n.pendingFree = append(n.pendingFree, pf)
+		n.frees.add(pf)
 	}
 	if len(dead) > 0 {
 		// Deleted after the commit is acknowledged; if this is lost in a

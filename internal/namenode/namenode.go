@@ -101,30 +101,24 @@ type run struct {
 	ino, index, gen uint64
 }
 
-type pendingFree struct {
-	epoch   uint64 // freed after transactions that began before this ended
-	needSeq uint64 // ... and once store batch needSeq is durable
-	runs    []run
-}
-
 // Namenode is the metadata service. Create it with New and serve
 // connections with Serve.
 type Namenode struct {
 	cfg Config
 	log *slog.Logger
 
-	mu          sync.Mutex
-	inodes      map[uint64]*inode
-	inoNext     uint64
-	inoLimit    uint64
-	locks       *lockTable // guarded by mu
-	txns        map[txnKey]*Txn
-	userAlloc   map[string]uint64 // blocks held in uncommitted transactions per user
-	nodes       *nodeRegistry     // guarded by mu
-	epoch       uint64
-	pendingFree []pendingFree
-	renameLock  *Txn // holder of the directory-move lock
-	side        sideState
+	mu         sync.Mutex
+	inodes     map[uint64]*inode
+	inoNext    uint64
+	inoLimit   uint64
+	locks      *lockTable // guarded by mu
+	txns       map[txnKey]*Txn
+	userAlloc  map[string]uint64 // blocks held in uncommitted transactions per user
+	nodes      *nodeRegistry     // guarded by mu
+	epoch      uint64
+	frees      freeQueue // blocks freed, not yet reusable
+	renameLock *Txn      // holder of the directory-move lock
+	side       sideState
 
 	commitQ  chan *commitReq
 	kick     chan struct{}

@@ -300,7 +300,7 @@ func (n *Namenode) deleteOrphans(inos []uint64) {
 		pf.runs = append(pf.runs, extentRuns(in.blocks)...)
 		delete(n.inodes, ino)
 	}
-	n.pendingFree = append(n.pendingFree, pf)
+	n.frees.add(pf)
 	// Not acknowledged to anyone: a crash before this is durable leaves
 	// nlink-0 inodes, which the next start-up deletes.
 	n.deferChange(&meta.Change{DelInodes: inos})
@@ -311,7 +311,7 @@ func (n *Namenode) deleteOrphans(inos []uint64) {
 // is durable (reused earlier, a power cut could bring back the freeing
 // commit's victim with another file's data in its blocks).
 func (n *Namenode) releaseFrees() {
-	if len(n.pendingFree) == 0 {
+	if n.frees.empty() {
 		return
 	}
 	oldest := n.epoch + 1
@@ -320,15 +320,11 @@ func (n *Namenode) releaseFrees() {
 			oldest = tx.start
 		}
 	}
-	i := 0
-	for ; i < len(n.pendingFree) && n.pendingFree[i].epoch <= oldest && n.pendingFree[i].needSeq <= n.durableSeq; i++ {
-		for _, r := range n.pendingFree[i].runs {
-			if dn := n.nodes.get(r.node); dn != nil {
-				dn.used.clear(r.start, r.count)
-			}
+	for _, r := range n.frees.due(oldest, n.durableSeq) {
+		if dn := n.nodes.get(r.node); dn != nil {
+			dn.used.clear(r.start, r.count)
 		}
 	}
-	n.pendingFree = n.pendingFree[i:]
 }
 
 func extentRuns(xs []wire.Extent) []run {
