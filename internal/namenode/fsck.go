@@ -124,7 +124,7 @@ func (n *Namenode) fsckPage(c *conn, tx *Txn, q *wire.Request) (*wire.Response, 
 	var s *fsckScan
 	if q.Ino == 0 {
 		for tok, o := range n.side.scans {
-			if n.txns[o.key] == nil || now.Sub(o.lastUse) > n.cfg.TxnTimeout || o.key == tx.key {
+			if n.txns.get(o.key.conn, o.key.id) == nil || now.Sub(o.lastUse) > n.cfg.TxnTimeout || o.key == tx.key {
 				delete(n.side.scans, tok)
 			}
 		}
@@ -169,7 +169,7 @@ func (n *Namenode) fsckPage(c *conn, tx *Txn, q *wire.Request) (*wire.Response, 
 				defer n.mu.Lock() // also if it panics: the caller unlocks
 				return s.evaluate(touched)
 			}()
-			if n.txns[tx.key] != tx || n.side.scans[s.token] != s {
+			if !n.txns.open(tx) || n.side.scans[s.token] != s {
 				delete(n.side.scans, s.token)
 				return nil, fail(wire.ErrCodeTxn, "transaction %d ended during fsck, or its scan expired", tx.key.id)
 			}

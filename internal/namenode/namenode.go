@@ -111,10 +111,9 @@ type Namenode struct {
 	inodes     map[uint64]*inode
 	inoNext    uint64
 	inoLimit   uint64
-	locks      *lockTable // guarded by mu
-	txns       map[txnKey]*Txn
-	userAlloc  map[string]uint64 // blocks held in uncommitted transactions per user
-	nodes      *nodeRegistry     // guarded by mu
+	locks      *lockTable    // guarded by mu
+	txns       *txnTable     // guarded by mu
+	nodes      *nodeRegistry // guarded by mu
 	epoch      uint64
 	frees      freeQueue // blocks freed, not yet reusable
 	renameLock *Txn      // holder of the directory-move lock
@@ -214,18 +213,17 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n := &Namenode{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		inodes:    map[uint64]*inode{},
-		locks:     newLockTable(),
-		txns:      map[txnKey]*Txn{},
-		userAlloc: map[string]uint64{},
-		nodes:     newNodeRegistry(),
-		commitQ:   make(chan *commitReq, 4096),
-		kick:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		conns:     map[*conn]struct{}{},
-		limits:    connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		inodes:  map[uint64]*inode{},
+		locks:   newLockTable(),
+		txns:    newTxnTable(),
+		nodes:   newNodeRegistry(),
+		commitQ: make(chan *commitReq, 4096),
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		conns:   map[*conn]struct{}{},
+		limits:  connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
 	}
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
@@ -394,7 +392,7 @@ func (n *Namenode) reaper() {
 			return
 		case now := <-t.C:
 			n.mu.Lock()
-			for _, tx := range n.txns {
+			for _, tx := range n.txns.all() {
 				if !tx.committing && now.Sub(tx.lastUse) > n.cfg.TxnTimeout {
 					n.log.Info("aborting idle transaction", "txn", tx.key.id)
 					n.endTxn(tx, false)

@@ -129,7 +129,7 @@ func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 // opAbort: aborting a transaction that already ended is not an error, and
 // must not begin it again.
 func (n *Namenode) opAbort(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	if tx := n.txns[txnKey{c, q.Txn}]; tx != nil && !tx.committing {
+	if tx := n.txns.get(c, q.Txn); tx != nil && !tx.committing {
 		n.endTxn(tx, false)
 	}
 	return &wire.Response{}, nil
@@ -139,7 +139,7 @@ func (n *Namenode) opAbort(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (
 // alive however long their client reads without asking the namenode.
 func (n *Namenode) opKeepalive(c *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
 	now := time.Now()
-	for k, tx := range n.txns {
+	for k, tx := range n.txns.all() {
 		if k.conn == c {
 			tx.lastUse = now
 		}
@@ -1004,8 +1004,8 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		return nil, err
 	}
 	want := q.Count * uint64(max(a.Rep, 1))
-	if lim := n.userAllocLimit(); n.userAlloc[tx.user]+want > lim {
-		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for user %q: it holds %d blocks in uncommitted transactions and %d more would pass its limit of %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.userAlloc[tx.user], want, lim)
+	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for user %q: it holds %d blocks in uncommitted transactions and %d more would pass its limit of %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.txns.held(tx.user), want, lim)
 	}
 	// A failed allocation gives back what it took before failing.
 	before := map[uint32]int{}
@@ -1025,8 +1025,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		}
 		return nil, err
 	}
-	tx.allocCount += want
-	n.userAlloc[tx.user] += want
+	n.txns.charge(tx, want)
 	for i := range xs {
 		xs[i].Gen = gen
 	}
@@ -1166,7 +1165,7 @@ func (n *Namenode) fsStat() *wire.Response {
 			files++
 		}
 	}
-	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(n.nodes.count()), alive, uint64(len(n.txns))}}
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(n.nodes.count()), alive, uint64(n.txns.count())}}
 }
 
 // dropReplicas removes, from the blocks this transaction wrote, the

@@ -183,7 +183,7 @@ func (n *Namenode) serveConn(c *conn) {
 		}
 		n.limits.Closed(user)
 		n.mu.Lock()
-		for k, tx := range n.txns {
+		for k, tx := range n.txns.all() {
 			if k.conn == c && !tx.committing {
 				n.endTxn(tx, false)
 			}
@@ -242,7 +242,7 @@ func (n *Namenode) serveConn(c *conn) {
 				continue
 			}
 			n.mu.Lock()
-			if tx := n.txns[txnKey{c, q.Txn}]; tx != nil && !tx.committing {
+			if tx := n.txns.get(c, q.Txn); tx != nil && !tx.committing {
 				n.endTxn(tx, false)
 			}
 			n.mu.Unlock()
@@ -282,7 +282,7 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 	}
 	async = async || n.cfg.Relaxed
 	n.mu.Lock()
-	tx := n.txns[txnKey{c, txID}]
+	tx := n.txns.get(c, txID)
 	if tx == nil || tx.committing {
 		n.mu.Unlock()
 		// Clients send commit only for transactions they used, so a missing

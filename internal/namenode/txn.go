@@ -1,7 +1,6 @@
 package namenode
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/meta"
@@ -50,24 +49,18 @@ type seenVersion struct {
 // transaction that was aborted behind its client's back can never go on as
 // a new one and commit only its later half.
 func (n *Namenode) getTxn(c *conn, id uint64, begin bool) (*Txn, error) {
-	k := txnKey{c, id}
-	tx := n.txns[k]
-	if tx == nil {
-		if !begin {
-			return nil, fail(wire.ErrCodeTxn, "transaction %d is not open (it ended, was aborted after being idle, or was never begun); nothing of it was or will be committed", id)
-		}
-		if c.ntxns >= n.cfg.MaxTxnsPerConn {
-			return nil, fail(wire.ErrCodeTxn, "too many open transactions on this connection (limit %d)", n.cfg.MaxTxnsPerConn)
-		}
-		c.ntxns++
-		tx = &Txn{key: k, start: n.epoch, tag: rand.Uint64() | 1}
-		if c.who != nil {
-			tx.user = c.who.User
-		}
-		n.txns[k] = tx
+	if tx := n.txns.get(c, id); tx != nil {
+		tx.lastUse = time.Now()
+		return tx, nil
 	}
-	tx.lastUse = time.Now()
-	return tx, nil
+	if !begin {
+		return nil, fail(wire.ErrCodeTxn, "transaction %d is not open (it ended, was aborted after being idle, or was never begun); nothing of it was or will be committed", id)
+	}
+	user := ""
+	if c.who != nil {
+		user = c.who.User
+	}
+	return n.txns.begin(c, id, n.epoch, user, n.cfg.MaxTxnsPerConn)
 }
 
 // The namenode's lock calls: the lock table plus, at release, the
@@ -257,13 +250,7 @@ func (n *Namenode) endTxn(tx *Txn, committed bool) {
 		}
 	}
 	n.releaseLocks(tx)
-	if tx.allocCount > 0 {
-		if n.userAlloc[tx.user] -= tx.allocCount; n.userAlloc[tx.user] == 0 {
-			delete(n.userAlloc, tx.user)
-		}
-	}
-	delete(n.txns, tx.key)
-	tx.key.conn.ntxns--
+	n.txns.end(tx)
 	// Its tickets die with it: datanodes learn the tag with their next
 	// heartbeat.
 	for node := range tx.ticketed {
@@ -314,12 +301,7 @@ func (n *Namenode) releaseFrees() {
 	if n.frees.empty() {
 		return
 	}
-	oldest := n.epoch + 1
-	for _, tx := range n.txns {
-		if tx.start < oldest {
-			oldest = tx.start
-		}
-	}
+	oldest := n.txns.oldestStart(n.epoch + 1)
 	for _, r := range n.frees.due(oldest, n.durableSeq) {
 		if dn := n.nodes.get(r.node); dn != nil {
 			dn.used.clear(r.start, r.count)
