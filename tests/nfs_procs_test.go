@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
@@ -361,4 +363,52 @@ func TestNFSMalformedCalls(t *testing.T) {
 	// Still serving.
 	n := nfsTarget{dialNFS(t, b.Addr)}
 	mustOK(t, "mkdir after malformed calls", n.mkdir("ok"))
+}
+
+// TestNFSLostUnstableWritesChangeVerifier: when the bridge cannot commit
+// writes it answered UNSTABLE (another client committed the file first:
+// first committer wins), it changes its write verifier, so the NFS client
+// sees another verifier at COMMIT and sends its writes again instead of
+// taking them as committed.
+func TestNFSLostUnstableWritesChangeVerifier(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	n := nfsTarget{dialNFS(t, b.Addr)}
+	mustOK(t, "create", n.writeFile("f", []byte("0123456789")))
+	mustOK(t, "create", n.writeFile("g", []byte("-")))
+	_, ffh, err := n.tg.Lookup("/f")
+	mustOK(t, "lookup", err)
+	_, gfh, err := n.tg.Lookup("/g")
+	mustOK(t, "lookup", err)
+	r, err := nfsWrite(t, n.tg, ffh, 0, []byte("nfs"), 0)
+	mustOK(t, "unstable write", err)
+	// Another client changes the file and commits first.
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	tx, err := cl.Begin(ctx)
+	mustOK(t, "begin", err)
+	f, err := tx.Open(ctx, "/f")
+	mustOK(t, "open", err)
+	_, err = f.WriteAt([]byte("other client"), 0)
+	mustOK(t, "write", err)
+	mustOK(t, "close", f.Close())
+	mustOK(t, "commit", tx.Commit(ctx))
+	// The bridge commits f once it has been idle for a second; its commit
+	// fails, and the verifier must change. Poll with writes to g.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r2, err := nfsWrite(t, n.tg, gfh, 0, []byte("+"), 0)
+		mustOK(t, "unstable write to g", err)
+		if r2.verf != r.verf {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the bridge lost writes it answered UNSTABLE and kept its write verifier: the client would not resend them")
+		}
+		time.Sleep(100 * time.Millisecond) // polling for the idle commit, not a synchronisation by time
+	}
+	if got, err := n.readFile("f"); err != nil || string(got) != "other client" { // 12 bytes over the 10
+		t.Fatalf("f holds %q (%v): the other client committed first", got, err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"log"
 	"os"
 	"sync"
 	"syscall"
@@ -220,7 +221,30 @@ type openFile struct {
 type openFiles struct {
 	mu    sync.Mutex
 	files map[uint64]*openFile
-	verf  [8]byte // changes at every start of the bridge (RFC 1813 writeverf3)
+	// verf is the write verifier (RFC 1813 writeverf3): new at every start
+	// of the bridge, and whenever writes answered UNSTABLE were lost.
+	verf [8]byte
+}
+
+// verifier returns the current write verifier.
+func (t *openFiles) verifier() [8]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.verf
+}
+
+// newVerifier changes the write verifier: UNSTABLE writes acknowledged
+// under the old one were lost (their commit failed), and clients, seeing
+// another verifier at their COMMIT, send them again.
+func (t *openFiles) newVerifier() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.verf
+	for t.verf == old {
+		if _, err := rand.Read(t.verf[:]); err != nil {
+			binary.BigEndian.PutUint64(t.verf[:], binary.BigEndian.Uint64(old[:])+1)
+		}
+	}
 }
 
 func newOpenFiles() *openFiles {
@@ -292,8 +316,16 @@ func (b *Bridge) closeIdle(ino uint64, f *openFile) {
 	}
 	t.mu.Unlock()
 	ctx := context.Background()
-	b.v.Flush(ctx, f.fh)
-	b.v.Release(ctx, f.fh)
+	err := b.v.Flush(ctx, f.fh)
+	if err2 := b.v.Release(ctx, f.fh); err == nil {
+		err = err2
+	}
+	if err != nil {
+		// Writes acknowledged as UNSTABLE are gone (e.g. another client
+		// committed the file first): make their clients resend them.
+		log.Printf("plasma nfs: committing inode %d failed, its unstable writes are lost (new write verifier): %v", ino, err)
+		b.open.newVerifier()
+	}
 }
 
 // closeAll commits and closes every open file (at shutdown).
@@ -427,7 +459,8 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, ino))
 	e.u32(uint32(n))
 	e.u32(committed)
-	e.b = append(e.b, b.open.verf[:]...)
+	verf := b.open.verifier()
+	e.b = append(e.b, verf[:]...)
 	return e.b, acceptSuccess
 }
 
@@ -462,7 +495,8 @@ func (b *Bridge) nfsCommit(args []byte) ([]byte, uint32) {
 	e.u32(statusOf(err))
 	nfs.WriteWcc(&e, nil, b.attrs(ctx, ino))
 	if err == nil {
-		e.b = append(e.b, b.open.verf[:]...)
+		verf := b.open.verifier()
+		e.b = append(e.b, verf[:]...)
 	}
 	return e.b, acceptSuccess
 }
