@@ -73,28 +73,30 @@ var webFuncs = template.FuncMap{
 }
 
 func (w *web) list(rw http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), webTimeout)
-	defer cancel()
-	jobs, err := ListJobs(ctx, w.c, w.log)
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusBadGateway)
-		return
+	if jobs, ok := w.jobs(rw, r); ok {
+		render(rw, listPage, struct {
+			Log  string
+			Jobs []*Status
+		}{w.log, jobs})
 	}
-	render(rw, listPage, struct {
-		Log  string
-		Jobs []*Status
-	}{w.log, jobs})
 }
 
 func (w *web) listJSON(rw http.ResponseWriter, r *http.Request) {
+	if jobs, ok := w.jobs(rw, r); ok {
+		writeJSON(rw, jobs)
+	}
+}
+
+// jobs lists the jobs, or answers the error and reports !ok.
+func (w *web) jobs(rw http.ResponseWriter, r *http.Request) ([]*Status, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), webTimeout)
 	defer cancel()
 	jobs, err := ListJobs(ctx, w.c, w.log)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusBadGateway)
-		return
+		return nil, false
 	}
-	writeJSON(rw, jobs)
+	return jobs, true
 }
 
 func (w *web) job(rw http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -118,29 +119,20 @@ progress), /job/JOBID shows one with its report once it has ended; /jobs.json an
 the jobs of every coordinator. The first line printed is the address it listens on.`, true)
 	logDir := f.String("log", mapred.DefaultLog, mrLogUsage)
 	listen := f.String("listen", "127.0.0.1:8766", "address to listen on")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if len(f.pos) != 0 {
-		return usagef("unexpected argument %q", f.pos[0])
-	}
-	c, err := f.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	l, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "http://%s/\n", l.Addr())
-	srv := &http.Server{Handler: mapred.WebHandler(c, *logDir), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		l, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "http://%s/\n", l.Addr())
+		srv := &http.Server{Handler: mapred.WebHandler(c, *logDir), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			<-ctx.Done()
+			srv.Close()
+		}()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
 }
