@@ -450,7 +450,9 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 			return nil
 		})
 		if err == nil {
+			mu.Lock() // the monitor counts its status commits here too
 			rep.JobCommits++
+			mu.Unlock()
 		}
 	}
 	stopMonitor()
