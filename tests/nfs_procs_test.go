@@ -412,3 +412,42 @@ func TestNFSLostUnstableWritesChangeVerifier(t *testing.T) {
 		t.Fatalf("f holds %q (%v): the other client committed first", got, err)
 	}
 }
+
+// TestNFSReadSeesOtherClientsCommits: a client that keeps reading a file
+// through the bridge (so the bridge never closes it for idleness) sees
+// another client's commit to it within the attribute cache's time.
+func TestNFSReadSeesOtherClientsCommits(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	b := startNFS(t, c)
+	n := nfsTarget{dialNFS(t, b.Addr)}
+	mustOK(t, "create", n.writeFile("f", []byte("version one")))
+	if got, err := n.readFile("f"); err != nil || string(got) != "version one" {
+		t.Fatalf("read %q (%v)", got, err)
+	}
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	tx, err := cl.Begin(ctx)
+	mustOK(t, "begin", err)
+	f, err := tx.Open(ctx, "/f")
+	mustOK(t, "open", err)
+	_, err = f.WriteAt([]byte("VERSION TWO"), 0)
+	mustOK(t, "write", err)
+	mustOK(t, "close", f.Close())
+	mustOK(t, "commit", tx.Commit(ctx))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := n.readFile("f")
+		mustOK(t, "read", err)
+		if string(got) == "VERSION TWO" {
+			return
+		}
+		if string(got) != "version one" {
+			t.Fatalf("read %q: neither version", got)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a client reading the file every 100 ms never sees another client's commit")
+		}
+		time.Sleep(100 * time.Millisecond) // a polling reader, below the bridge's idle time
+	}
+}

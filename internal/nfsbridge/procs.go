@@ -213,9 +213,16 @@ func preOp(a *nfs.FileAttribute) *nfs.FileCacheAttribute {
 type openFile struct {
 	ino    uint64
 	closed bool // released (idle, shut down, or a transient file done)
-	fh     uint64
-	busy   int // requests using fh; the idle timer runs only at 0
-	timer  *time.Timer
+	// seq is the committed data version the file was opened at (0:
+	// unknown, after a commit of ours); wrote says UNSTABLE writes are
+	// pending. A READ that finds a newer version and no pending writes
+	// opens the file again: a client polling a file sees other clients'
+	// commits within the attribute cache's time, as with close-to-open.
+	seq   uint64
+	wrote bool
+	fh    uint64
+	busy  int // requests using fh; the idle timer runs only at 0
+	timer *time.Timer
 }
 
 type openFiles struct {
@@ -258,16 +265,25 @@ func newOpenFiles() *openFiles {
 	return t
 }
 
-// useFile returns ino's open file, opening it if needed; the caller calls
-// doneFile when its request is answered.
-func (b *Bridge) useFile(ctx context.Context, ino uint64) (*openFile, error) {
+// useFile returns ino's open file, opening it if needed (seq: the file's
+// committed data version as the request found it; write: the request
+// writes); the caller calls doneFile when its request is answered.
+func (b *Bridge) useFile(ctx context.Context, ino, seq uint64, write bool) (*openFile, error) {
 	t := b.open
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if f := t.files[ino]; f != nil {
-		f.busy++
+		if write || f.wrote || f.busy > 0 || f.seq == seq {
+			f.busy++
+			f.wrote = f.wrote || write
+			f.timer.Stop()
+			return f, nil
+		}
+		// Another client committed a newer version: read that one.
+		f.closed = true
 		f.timer.Stop()
-		return f, nil
+		delete(t.files, ino)
+		go b.release(f)
 	}
 	transient := len(t.files) >= maxOpenFiles
 	fh, err := b.v.Open(ctx, ino, os.O_RDWR)
@@ -278,13 +294,24 @@ func (b *Bridge) useFile(ctx context.Context, ino uint64) (*openFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &openFile{ino: ino, fh: fh, busy: 1}
+	f := &openFile{ino: ino, fh: fh, busy: 1, seq: seq, wrote: write}
 	f.timer = time.AfterFunc(time.Hour, func() { b.closeIdle(ino, f) })
 	f.timer.Stop()
 	if !transient {
 		t.files[ino] = f
 	}
 	return f, nil
+}
+
+// committed notes that f's writes are committed: no longer pending, and
+// its version is new (the next READ opens it again to read it). A COMMIT
+// with nothing written changes nothing.
+func (b *Bridge) committed(f *openFile) {
+	b.open.mu.Lock()
+	defer b.open.mu.Unlock()
+	if f.wrote {
+		f.wrote, f.seq = false, 0
+	}
 }
 
 func (b *Bridge) doneFile(f *openFile) {
@@ -315,6 +342,11 @@ func (b *Bridge) closeIdle(ino uint64, f *openFile) {
 		delete(t.files, ino)
 	}
 	t.mu.Unlock()
+	b.release(f)
+}
+
+// release commits what f holds and closes it.
+func (b *Bridge) release(f *openFile) {
 	ctx := context.Background()
 	err := b.v.Flush(ctx, f.fh)
 	if err2 := b.v.Release(ctx, f.fh); err == nil {
@@ -323,7 +355,7 @@ func (b *Bridge) closeIdle(ino uint64, f *openFile) {
 	if err != nil {
 		// Writes acknowledged as UNSTABLE are gone (e.g. another client
 		// committed the file first): make their clients resend them.
-		log.Printf("plasma nfs: committing inode %d failed, its unstable writes are lost (new write verifier): %v", ino, err)
+		log.Printf("plasma nfs: committing inode %d failed, its unstable writes are lost (new write verifier): %v", f.ino, err)
 		b.open.newVerifier()
 	}
 }
@@ -369,7 +401,7 @@ func (b *Bridge) nfsRead(args []byte) ([]byte, uint32) {
 	var buf []byte
 	var n int
 	if off < uint64(a.Size) {
-		f, err := b.useFile(ctx, ino)
+		f, err := b.useFile(ctx, ino, a.Seq, false)
 		if err == nil {
 			buf = make([]byte, min(uint64(count), uint64(a.Size)-off))
 			n, err = b.v.Read(ctx, f.fh, buf, int64(off))
@@ -431,7 +463,7 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 		return fail(syscall.EFBIG, nil, ino)
 	}
 	pre := nfs.ToFileAttribute(b.fs.info("", a), "")
-	f, err := b.useFile(ctx, ino)
+	f, err := b.useFile(ctx, ino, a.Seq, true)
 	if err != nil {
 		return fail(err, pre, ino)
 	}
@@ -447,6 +479,7 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 		if err := b.v.Fsync(ctx, f.fh); err != nil {
 			return fail(err, pre, ino)
 		}
+		b.committed(f)
 		committed = fileSync
 	case how != unstable:
 		// -async: committed (visible to every client) but not yet
@@ -454,6 +487,7 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 		if err := b.v.Flush(ctx, f.fh); err != nil {
 			return fail(err, pre, ino)
 		}
+		b.committed(f)
 	}
 	e.u32(uint32(nfs.NFSStatusOk))
 	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, ino))
@@ -486,7 +520,9 @@ func (b *Bridge) nfsCommit(args []byte) ([]byte, uint32) {
 		}
 		b.open.mu.Unlock()
 		if f != nil {
-			err = b.v.Fsync(ctx, f.fh)
+			if err = b.v.Fsync(ctx, f.fh); err == nil {
+				b.committed(f)
+			}
 			b.doneFile(f)
 		} else {
 			err = b.v.FsyncDir(ctx)
