@@ -30,6 +30,10 @@ type Job struct {
 	// them (typically one per key, as the reducer would, so that less
 	// goes to the shuffle). It must keep the keys it is given.
 	Combine string
+	// MapPartitions: the map command writes "partition TAB key TAB
+	// value" lines, choosing each record's partition itself (a Go-API
+	// job with a Partition function; see Job.Use).
+	MapPartitions bool
 
 	// InputFormat is how input files are cut into records (a record is
 	// never split between two map tasks; the mapper gets whole records on

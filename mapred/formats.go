@@ -2,9 +2,11 @@ package mapred
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // Input formats (Job.InputFormat).
@@ -71,4 +73,15 @@ func (e *exec1) feedLengthPrefixed(in io.ReaderAt, size int64, w io.Writer, read
 		e.res.Counters.MapInBytes += 4 + n
 	}
 	return nil
+}
+
+// cutPartition splits a map output line "p TAB record" of a map command
+// that partitions its own output.
+func cutPartition(line []byte, parts int) ([]byte, int, error) {
+	ps, rest, ok := bytes.Cut(line, []byte{'\t'})
+	p, err := strconv.Atoi(string(ps))
+	if !ok || err != nil || p < 0 || p >= parts {
+		return nil, 0, fmt.Errorf("map output line %.60q: want a partition number (0..%d), a TAB, then the record", line, parts-1)
+	}
+	return rest, p, nil
 }

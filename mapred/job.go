@@ -348,7 +348,7 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	for i, s := range splits {
 		t := base
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
-		t.Combine = j.Combine
+		t.Combine, t.MapPartitions = j.Combine, j.MapPartitions
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
 		t.Format, t.RecordSize = j.InputFormat, j.RecordSize
 		maps = append(maps, &taskState{t: t, node: s.Node})

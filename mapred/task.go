@@ -26,6 +26,9 @@ type Task struct {
 	Dir        string // the job's directory in the work directory
 	Command    string // sh -c command; empty for the identity reducer
 	Combine    string // map: the combiner's sh -c command, run on each sorted run's partitions (empty: none)
+	// MapPartitions: the map command's lines start with their partition
+	// number and a TAB (Job.MapPartitions).
+	MapPartitions bool
 	Partitions int
 	SortBuffer int64
 	Rep        int // replication of the file the task writes
@@ -477,7 +480,14 @@ func (e *exec1) runMap(ctx context.Context) error {
 		}
 		e.res.Counters.MapOutRecords++
 		e.res.Counters.MapOutBytes += int64(len(line)) + 1
-		p := Partition(keyOf(line), t.Partitions)
+		var p int
+		if t.MapPartitions {
+			if line, p, outErr = cutPartition(line, t.Partitions); outErr != nil {
+				break
+			}
+		} else {
+			p = Partition(keyOf(line), t.Partitions)
+		}
 		if !buf.add(p, line) {
 			if outErr = spill(); outErr != nil {
 				break

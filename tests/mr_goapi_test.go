@@ -1,0 +1,59 @@
+package tests
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// TestMRGoAPI: a word count written as Go functions (map, combine, reduce
+// and a partitioner by first letter), built here into one executable that
+// submits the job and serves as its tasks, gives exactly the counts of the
+// input computed here, each word in the partition its first letter picks.
+func TestMRGoAPI(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "gowc")
+	build := exec.Command("go", "build", "-o", exe, "./testdata/gowc")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build of the job: %v\n%s", err, out)
+	}
+	c := clustertest.Start(t, clustertest.Options{})
+	files := map[string][]byte{"a.txt": mrText(21, 3000), "b.txt": mrText(22, 1500)}
+	mrPut(t, c, "/in", files)
+	counts := map[string]int{}
+	for _, d := range files {
+		for _, w := range strings.Fields(string(d)) {
+			counts[w]++
+		}
+	}
+	var want []string
+	for w, n := range counts {
+		want = append(want, fmt.Sprintf("%s\t%d", w, n))
+	}
+	sort.Strings(want)
+
+	cmd := exec.Command(exe, "-input", "/in", "-output", "/out", "-partitions", "3")
+	cmd.Env = c.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Go job: %v\n%s", err, out)
+	}
+	if reportValue(t, string(out), "Map tasks") == "1" {
+		t.Fatalf("one map task: the input was not split\n%s", out)
+	}
+	got := mrOutput(t, c, "/out", 3, nil)
+	sort.Strings(got)
+	sameLines(t, got, want)
+	// Each word is in the partition of its first byte.
+	for p := 0; p < 3; p++ {
+		for _, line := range strings.Split(c.MustRun("cat", fmt.Sprintf("/out/part-%05d", p)), "\n") {
+			if line != "" && int(line[0])%3 != p {
+				t.Fatalf("%q in partition %d: the job's partitioner was not used", line, p)
+			}
+		}
+	}
+}
