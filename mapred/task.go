@@ -19,20 +19,20 @@ import (
 // Task is one attempt of a map or reduce task, as the coordinator sends it
 // to a worker.
 type Task struct {
-	Job        string
-	Kind       string // "map" or "reduce"
-	Index      int
-	Attempt    int
-	Dir        string // the job's directory in the work directory
-	Command    string // sh -c command; empty for the identity reducer
-	Combine    string // map: the combiner's sh -c command, run on each sorted run's partitions (empty: none)
+	Job     string
+	Kind    string // "map" or "reduce"
+	Index   int
+	Attempt int
+	Dir     string // the job's directory in the work directory
+	Command string // sh -c command; empty for the identity reducer
+	Combine string // map: the combiner's sh -c command, run on each sorted run's partitions (empty: none)
 	// MapPartitions: the map command's lines start with their partition
 	// number and a TAB (Job.MapPartitions).
 	MapPartitions bool
-	Partitions int
-	SortBuffer int64
-	Rep        int // replication of the file the task writes
-	Blocksize  int64
+	Partitions    int
+	SortBuffer    int64
+	Rep           int // replication of the file the task writes
+	Blocksize     int64
 
 	// Map: the input file's bytes [Start, End) (the task reads on to the
 	// end of the line running over End and skips a partial first line).
