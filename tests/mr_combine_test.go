@@ -18,17 +18,7 @@ func TestMRCombiner(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	files := map[string][]byte{"a.txt": mrText(11, 4000), "b.txt": mrText(12, 2000)}
 	mrPut(t, c, "/in", files)
-	counts := map[string]int{}
-	for _, d := range files {
-		for _, w := range strings.Fields(string(d)) {
-			counts[w]++
-		}
-	}
-	var want []string
-	for w, n := range counts {
-		want = append(want, fmt.Sprintf("%s\t%d", w, n))
-	}
-	sort.Strings(want)
+	want := wordCounts(files)
 	// The combiner prints its sums in awk's hash order (the map task sorts
 	// them again); the reducer sums runs of equal keys, so it needs its
 	// input sorted by key, and any disorder shows as a word twice.
@@ -50,4 +40,21 @@ func TestMRCombiner(t *testing.T) {
 	if in == 0 || outRecs >= in {
 		t.Fatalf("combiner records in %d, out %d: it did not combine\n%s", in, outRecs, out)
 	}
+}
+
+// wordCounts is the reference of the word count tests: "word TAB count"
+// for every word of the files, sorted.
+func wordCounts(files map[string][]byte) []string {
+	counts := map[string]int{}
+	for _, d := range files {
+		for _, w := range strings.Fields(string(d)) {
+			counts[w]++
+		}
+	}
+	var want []string
+	for w, n := range counts {
+		want = append(want, fmt.Sprintf("%s\t%d", w, n))
+	}
+	sort.Strings(want)
+	return want
 }

@@ -24,17 +24,7 @@ func TestMRGoAPI(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	files := map[string][]byte{"a.txt": mrText(21, 3000), "b.txt": mrText(22, 1500)}
 	mrPut(t, c, "/in", files)
-	counts := map[string]int{}
-	for _, d := range files {
-		for _, w := range strings.Fields(string(d)) {
-			counts[w]++
-		}
-	}
-	var want []string
-	for w, n := range counts {
-		want = append(want, fmt.Sprintf("%s\t%d", w, n))
-	}
-	sort.Strings(want)
+	want := wordCounts(files)
 
 	cmd := exec.Command(exe, "-input", "/in", "-output", "/out", "-partitions", "3")
 	cmd.Env = c.Env()

@@ -383,17 +383,7 @@ func TestNFSLostUnstableWritesChangeVerifier(t *testing.T) {
 	r, err := nfsWrite(t, n.tg, ffh, 0, []byte("nfs"), 0)
 	mustOK(t, "unstable write", err)
 	// Another client changes the file and commits first.
-	cl := c.Client(client.Config{})
-	defer cl.Close()
-	ctx := context.Background()
-	tx, err := cl.Begin(ctx)
-	mustOK(t, "begin", err)
-	f, err := tx.Open(ctx, "/f")
-	mustOK(t, "open", err)
-	_, err = f.WriteAt([]byte("other client"), 0)
-	mustOK(t, "write", err)
-	mustOK(t, "close", f.Close())
-	mustOK(t, "commit", tx.Commit(ctx))
+	overwriteCommitted(t, c, "/f", []byte("other client"))
 	// The bridge commits f once it has been idle for a second; its commit
 	// fails, and the verifier must change. Poll with writes to g.
 	deadline := time.Now().Add(20 * time.Second)
@@ -424,17 +414,7 @@ func TestNFSReadSeesOtherClientsCommits(t *testing.T) {
 	if got, err := n.readFile("f"); err != nil || string(got) != "version one" {
 		t.Fatalf("read %q (%v)", got, err)
 	}
-	cl := c.Client(client.Config{})
-	defer cl.Close()
-	ctx := context.Background()
-	tx, err := cl.Begin(ctx)
-	mustOK(t, "begin", err)
-	f, err := tx.Open(ctx, "/f")
-	mustOK(t, "open", err)
-	_, err = f.WriteAt([]byte("VERSION TWO"), 0)
-	mustOK(t, "write", err)
-	mustOK(t, "close", f.Close())
-	mustOK(t, "commit", tx.Commit(ctx))
+	overwriteCommitted(t, c, "/f", []byte("VERSION TWO"))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got, err := n.readFile("f")
@@ -450,4 +430,21 @@ func TestNFSReadSeesOtherClientsCommits(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // a polling reader, below the bridge's idle time
 	}
+}
+
+// overwriteCommitted writes data at the start of the existing file p as
+// another PlasmaFS client, in one committed transaction.
+func overwriteCommitted(t *testing.T, c *clustertest.Procs, p string, data []byte) {
+	t.Helper()
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	tx, err := cl.Begin(ctx)
+	mustOK(t, "begin", err)
+	f, err := tx.Open(ctx, p)
+	mustOK(t, "open", err)
+	_, err = f.WriteAt(data, 0)
+	mustOK(t, "write", err)
+	mustOK(t, "close", f.Close())
+	mustOK(t, "commit", tx.Commit(ctx))
 }
