@@ -26,7 +26,7 @@ func TestMRGoAPI(t *testing.T) {
 	mrPut(t, c, "/in", files)
 	want := wordCounts(files)
 
-	cmd := exec.Command(exe, "-input", "/in", "-output", "/out", "-partitions", "3")
+	cmd := exec.Command(exe, "-input", "/in", "-output", "/out", "-partitions", "3", "-split-size", "65536", "-sort-buffer", "65536")
 	cmd.Env = c.Env()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

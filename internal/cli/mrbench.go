@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -28,7 +29,10 @@ func cmdBenchMR(ctx context.Context, args []string) error {
 (mapper: awk printing "word TAB 1"; reducer: cut -f1 | uniq -c), beside two references run
 on a local copy of the same text: the same pipeline as one local shell pipeline
 (awk | LC_ALL=C sort | uniq -c) and a one-thread awk hash count. Checks that the job's output
-equals the pipeline's and prints the times, the ratios and the job report.`, true)
+equals the pipeline's and prints the times, the ratios and the job report. With -go-job EXE
+the same word count also runs as a Go-API job (an executable like tests/testdata/gowc, given
+-input, -output and -partitions), and with PySpark installed (pip install pyspark) a PySpark
+local[2] word count of the local copy runs as a third reference; both outputs are checked too.`, true)
 	var size int64 = 200 << 20
 	f.sizeRange(&size, "size", 1<<20, 1<<40, "bytes of text")
 	var split int64 = 32 << 20
@@ -42,6 +46,7 @@ equals the pipeline's and prints the times, the ratios and the job report.`, tru
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "task servers' token `file`")
 	localDir := f.String("localdir", os.TempDir(), "directory for the local copy")
 	dir := f.String("dir", "/bench-mr", "PlasmaFS directory for the benchmark (removed afterwards)")
+	goJob := f.String("go-job", "", "a Go-API word count `executable` to run as well (e.g. built from tests/testdata/gowc)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -148,10 +153,84 @@ equals the pipeline's and prints the times, the ratios and the job report.`, tru
 	line("local awk hash count, one thread", awkTime)
 	line("plasma mr, streaming, "+where, rep.Wallclock)
 	fmt.Fprintf(stdout, "ratio job / local pipeline: %.2f\nratio job / one-thread awk: %.2f\n", rep.Wallclock.Seconds()/pipeTime.Seconds(), rep.Wallclock.Seconds()/awkTime.Seconds())
+	if *goJob != "" {
+		d, err := runGoJob(ctx, c, *goJob, *dir, *parts, want)
+		if err != nil {
+			return err
+		}
+		line("plasma mr, Go-API job (combiner), "+where, d)
+		fmt.Fprintf(stdout, "ratio Go job / one-thread awk: %.2f (goal ≤ 1.5)\n", d.Seconds()/awkTime.Seconds())
+	}
+	if d, err := pysparkCount(ctx, local, len(want)); err != nil {
+		fmt.Fprintf(stdout, "PySpark local[2] reference: %v\n", err)
+	} else {
+		line("PySpark local[2] word count (local copy)", d)
+		fmt.Fprintf(stdout, "ratio streaming job / PySpark: %.2f\n", rep.Wallclock.Seconds()/d.Seconds())
+	}
 	fmt.Fprintf(stdout, "namenode commits: %d by the job, %.2f per second, %.3f per core-second\n\n", rep.JobCommits,
 		float64(rep.JobCommits)/rep.Wallclock.Seconds(), float64(rep.JobCommits)/rep.Wallclock.Seconds()/float64(runtime.NumCPU()))
 	fmt.Fprint(stdout, rep.Text())
 	return nil
+}
+
+// runGoJob runs a Go-API word count executable on dir/in (its output in
+// dir/goout, "word TAB count" lines) and checks it against the local
+// pipeline's "count word" lines.
+func runGoJob(ctx context.Context, c *client.Client, exe, dir string, parts int, want []string) (time.Duration, error) {
+	abs, err := filepath.Abs(exe)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, abs, "-input", dir+"/in", "-output", dir+"/goout", "-work", dir+"/gowork", "-log", dir+"/golog", "-partitions", fmt.Sprint(parts))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("Go job %s: %v\n%s", exe, err, out)
+	}
+	d := time.Since(start)
+	got, err := readParts(ctx, c, dir+"/goout", parts)
+	if err != nil {
+		return 0, err
+	}
+	for i, l := range got { // "word TAB n" to uniq -c's "n word"
+		w, n, _ := strings.Cut(l, "\t")
+		got[i] = fmt.Sprintf("%7s %s", n, w)
+	}
+	sort.Strings(got)
+	norm := make([]string, len(want))
+	for i, l := range want {
+		f := strings.Fields(l)
+		norm[i] = fmt.Sprintf("%7s %s", f[0], strings.Join(f[1:], " "))
+	}
+	sort.Strings(norm)
+	if strings.Join(got, "\n") != strings.Join(norm, "\n") {
+		return 0, fmt.Errorf("the Go job's output (%d words) differs from the local pipeline's (%d)", len(got), len(norm))
+	}
+	return d, nil
+}
+
+// pysparkCount runs a PySpark local[2] word count of path, start-up
+// included, and checks it found words distinct words.
+func pysparkCount(ctx context.Context, path string, words int) (time.Duration, error) {
+	if exec.CommandContext(ctx, "python3", "-c", "import pyspark").Run() != nil {
+		return 0, errors.New("not run: PySpark is not installed (pip install pyspark; it needs Java)")
+	}
+	script := `import sys
+from pyspark.sql import SparkSession
+s = SparkSession.builder.master("local[2]").appName("wc").config("spark.ui.enabled", "false").getOrCreate()
+s.sparkContext.setLogLevel("ERROR")
+n = s.sparkContext.textFile(sys.argv[1]).flatMap(lambda l: l.split()).map(lambda w: (w, 1)).reduceByKey(lambda a, b: a + b).count()
+print(n)
+s.stop()`
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "python3", "-c", script, path).Output()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("PySpark: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != fmt.Sprint(words) {
+		return 0, fmt.Errorf("PySpark counted %s distinct words, the pipeline %d", got, words)
+	}
+	return d, nil
 }
 
 // genText writes size bytes of lines of words with Zipf-distributed

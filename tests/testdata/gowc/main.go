@@ -47,12 +47,16 @@ func main() {
 	in := flag.String("input", "", "input directory")
 	out := flag.String("output", "", "output directory")
 	parts := flag.Int("partitions", 3, "partitions")
+	work := flag.String("work", "/gowork", "work directory")
+	logDir := flag.String("log", "/golog", "log directory")
+	split := flag.Int64("split-size", 32<<20, "input bytes per map task")
+	sortBuf := flag.Int64("sort-buffer", 64<<20, "memory per task for sorting")
 	flag.Parse()
 	exe, err := os.Executable()
 	if err != nil {
 		fail(err)
 	}
-	j := mapred.Job{Name: "gowc", Input: *in, Output: *out, Work: "/gowork", Log: "/golog", Partitions: *parts, SplitSize: 64 << 10, SortBuffer: 64 << 10}
+	j := mapred.Job{Name: "gowc", Input: *in, Output: *out, Work: *work, Log: *logDir, Partitions: *parts, SplitSize: *split, SortBuffer: *sortBuf}
 	if err := j.Use(exe, funcs); err != nil {
 		fail(err)
 	}
