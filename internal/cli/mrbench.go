@@ -184,7 +184,7 @@ func runGoJob(ctx context.Context, c *client.Client, exe, dir string, parts int,
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, abs, "-input", dir+"/in", "-output", dir+"/goout", "-work", dir+"/gowork", "-log", dir+"/golog", "-partitions", fmt.Sprint(parts))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("Go job %s: %v\n%s", exe, err, out)
+		return 0, fmt.Errorf("the Go job %s: %v\n%s", exe, err, out)
 	}
 	d := time.Since(start)
 	got, err := readParts(ctx, c, dir+"/goout", parts)
@@ -225,10 +225,10 @@ s.stop()`
 	out, err := exec.CommandContext(ctx, "python3", "-c", script, path).Output()
 	d := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("PySpark: %v", err)
+		return 0, fmt.Errorf("the PySpark word count: %v", err)
 	}
 	if got := strings.TrimSpace(string(out)); got != fmt.Sprint(words) {
-		return 0, fmt.Errorf("PySpark counted %s distinct words, the pipeline %d", got, words)
+		return 0, fmt.Errorf("the PySpark word count found %s distinct words, the pipeline %d", got, words)
 	}
 	return d, nil
 }
