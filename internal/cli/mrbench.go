@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,7 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "task servers' token `file`")
 	localDir := f.String("localdir", os.TempDir(), "directory for the local copy")
 	dir := f.String("dir", "/bench-mr", "PlasmaFS directory for the benchmark (removed afterwards)")
+	sortMode := f.Bool("sort", false, "instead: a TeraSort-style sort of 100-byte records (-size bytes) as an identity job with one\npartition, beside LC_ALL=C sort --parallel=2 of the same records; the outputs must be equal")
 	goJob := f.String("go-job", "", "a Go-API word count `executable` to run as well (e.g. built from tests/testdata/gowc)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -68,6 +70,9 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 		runners = append(runners, r)
 	}
 
+	if *sortMode {
+		return benchSort(ctx, c, size, *dir, *localDir, split, sortBuf, *slots, runners)
+	}
 	local := filepath.Join(*localDir, fmt.Sprintf("plasma-bench-mr-%d.txt", os.Getpid()))
 	defer os.Remove(local)
 	if err := genText(local, size); err != nil {
@@ -171,6 +176,115 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 		float64(rep.JobCommits)/rep.Wallclock.Seconds(), float64(rep.JobCommits)/rep.Wallclock.Seconds()/float64(runtime.NumCPU()))
 	fmt.Fprint(stdout, rep.Text())
 	return nil
+}
+
+// benchSort sorts size bytes of 100-byte records (99 random letters and a
+// newline, as the original's sort benchmark used 100-byte lines) with an
+// identity job of one partition, and the same local copy with GNU sort.
+func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir string, split, sortBuf int64, slots int, runners []mapred.Runner) error {
+	local := filepath.Join(localDir, fmt.Sprintf("plasma-bench-sort-%d", os.Getpid()))
+	defer os.Remove(local)
+	defer os.Remove(local + ".sorted")
+	n := size / 100
+	r := rand.New(rand.NewPCG(uint64(size), 100))
+	if err := func() error {
+		out, err := os.Create(local)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		w := bufio.NewWriterSize(out, 1<<20)
+		rec := make([]byte, 100)
+		rec[99] = '\n'
+		for i := int64(0); i < n; i++ {
+			for k := 0; k < 99; k++ {
+				rec[k] = byte('a' + r.IntN(26))
+			}
+			w.Write(rec)
+		}
+		return w.Flush()
+	}(); err != nil {
+		return err
+	}
+	if _, err := c.Lookup(ctx, dir); err == nil {
+		return fmt.Errorf("%s exists; remove it or pick another -dir", dir)
+	}
+	defer removeBenchDir(context.WithoutCancel(ctx), c, dir)
+	if err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		if _, err := tx.MkdirAll(ctx, dir+"/in", 0o755); err != nil {
+			return err
+		}
+		dst, err := tx.CreateFile(ctx, dir+"/in/records", client.CreateOptions{Rep: 1})
+		if err != nil {
+			return err
+		}
+		src, err := os.Open(local)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		if _, err := io.Copy(dst, bufio.NewReaderSize(src, 1<<20)); err != nil {
+			return err
+		}
+		return dst.Close()
+	}); err != nil {
+		return err
+	}
+	sortStart := time.Now()
+	cmd := exec.CommandContext(ctx, "sort", "--parallel=2", "-S", "25%", "-o", local+".sorted", local)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("reference sort: %v: %s", err, out)
+	}
+	sortTime := time.Since(sortStart)
+	j := mapred.Job{Name: "bench-sort", Input: dir + "/in", Output: dir + "/out", Work: dir + "/work", Log: dir + "/log",
+		Map: "cat", InputFormat: mapred.FormatFixed, RecordSize: 100, Partitions: 1, SplitSize: split, SortBuffer: sortBuf, LocalSlots: slots}
+	rep, err := mapred.Run(ctx, c, j, mapred.Options{Runners: runners})
+	if err != nil {
+		if rep != nil {
+			fmt.Fprint(stdout, rep.Text())
+		}
+		return err
+	}
+	// The job's one output file equals sort's output, byte for byte.
+	want, err := fileSHA(local + ".sorted")
+	if err != nil {
+		return err
+	}
+	tx, _ := c.Begin(ctx)
+	defer tx.Abort(ctx)
+	fl, err := tx.Open(ctx, dir+"/out/part-00000")
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	if _, err := fl.WriteTo(h); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), want) {
+		return errors.New("the job's sorted output differs from sort's")
+	}
+	mb := float64(n*100) / 1e6
+	cores := float64(runtime.NumCPU())
+	fmt.Fprintf(stdout, "sort of %d 100-byte records (%.0f MB); the job's output equals sort's byte for byte\n", n, mb)
+	fmt.Fprintf(stdout, "%-44s %9.2f s %8.1f MB/s %8.1f MB/s per core\n", "LC_ALL=C sort --parallel=2 (local copy)", sortTime.Seconds(), mb/sortTime.Seconds(), mb/sortTime.Seconds()/cores)
+	fmt.Fprintf(stdout, "%-44s %9.2f s %8.1f MB/s %8.1f MB/s per core (goal ≥ 20)\n", "plasma mr, identity job, 1 partition", rep.Wallclock.Seconds(), mb/rep.Wallclock.Seconds(), mb/rep.Wallclock.Seconds()/cores)
+	fmt.Fprintf(stdout, "ratio job / sort (time): %.2f\n\n", rep.Wallclock.Seconds()/sortTime.Seconds())
+	fmt.Fprint(stdout, rep.Text())
+	return nil
+}
+
+func fileSHA(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
 }
 
 // runGoJob runs a Go-API word count executable on dir/in (its output in
