@@ -50,6 +50,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/wire || exit 1; done
 	@for f in FuzzOpenTicket FuzzParseCredential FuzzMACRead; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/auth || exit 1; done
+	@$(GO) test -run '^$$' -fuzz '^FuzzChecksum$$' -fuzztime $(FUZZTIME) ./internal/blockcrc
 	@for f in FuzzDecodeNode FuzzDecodeTrailer; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./kv || exit 1; done
 

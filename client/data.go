@@ -144,6 +144,7 @@ func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, tic
 		return ctxErr(ctx, fmt.Errorf("datanode %s: %w", addr, err))
 	}
 	p.put(dc)
+	clear(buf[resp.Length:]) // the block's tail, not sent: zeros
 	if got := checksum(buf[:resp.Length], len(buf)); got != want {
 		return fmt.Errorf("%w: datanode %s block %d has CRC %08x, committed %08x", ErrChecksum, addr, block, got, want)
 	}
@@ -198,12 +199,14 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 				q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k] + uint64(i), Ticket: ticketAt(tickets, k)})
 			}
 			if local != nil {
-				// The buffer is a whole, zero-padded block.
-				if _, err = local.WriteAt(b[:bs], int64(q.Block)*int64(bs)); err != nil {
+				// The buffer is a whole, zero-padded block; like the
+				// datanode, write its data up to a page boundary only.
+				n := min(bs, (len(b)+4095)/4096*4096)
+				if _, err = local.WriteAt(b[:n], int64(q.Block)*int64(bs)); err != nil {
 					err = fmt.Errorf("local write of block %d: %w", q.Block, err)
 					break
 				}
-				q.Op, q.Length = wire.DataAdopt, uint32(bs)
+				q.Op = wire.DataAdopt
 				if _, err = dc.nc.Write(wire.FrameDataHeader(q)); err != nil {
 					break
 				}

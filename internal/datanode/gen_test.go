@@ -82,10 +82,10 @@ func TestGenerationChecks(t *testing.T) {
 	if _, err := st.data.WriteAt(fill(5), 5*testBS); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Adopt(5, Checksum(fill(5), testBS), 20, make([]byte, testBS)); err != nil {
+	if err := st.Adopt(5, testBS, Checksum(fill(5), testBS), 20, make([]byte, testBS)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Adopt(5, Checksum(fill(5), testBS), 19, make([]byte, testBS)); !errors.Is(err, auth.ErrTicketStale) {
+	if err := st.Adopt(5, testBS, Checksum(fill(5), testBS), 19, make([]byte, testBS)); !errors.Is(err, auth.ErrTicketStale) {
 		t.Fatalf("adopt with an older generation: %v", err)
 	}
 	if _, err := st.Read(5, buf, 19); !errors.Is(err, auth.ErrTicketStale) {

@@ -501,22 +501,26 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			}
 		case wire.DataAdopt:
 			bufp = s.bufs.Get().(*[]byte)
-			err := s.store.Adopt(q.Block, q.CRC, gen, *bufp)
+			if int(q.Length) > bs {
+				q.Length = uint32(bs)
+			}
+			err := s.store.Adopt(q.Block, int(q.Length), q.CRC, gen, *bufp)
 			if err == nil && len(q.Chain) > 0 {
-				err = s.forward(&next, q, *bufp)
+				err = s.forward(&next, q, (*bufp)[:q.Length])
 			}
 			if err != nil {
 				resp = errResp(err)
 			}
 		case wire.DataRead:
 			bufp = s.bufs.Get().(*[]byte)
-			crc, err := s.store.Read(q.Block, *bufp, gen)
+			// Only what is on disk travels; the reader zero-fills the tail.
+			crc, n, err := s.store.ReadN(q.Block, *bufp, gen)
 			if err != nil {
 				resp = errResp(err)
 			} else {
 				resp.CRC = crc
-				resp.Length = uint32(bs)
-				payload = *bufp
+				resp.Length = uint32(n)
+				payload = (*bufp)[:n]
 			}
 		case wire.DataSync:
 			if err := s.store.Sync(); err != nil {

@@ -18,21 +18,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/blockcrc"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Checksum returns the CRC32C of a block whose first len(data) bytes are
 // data and the rest (up to blocksize) zeros.
-func Checksum(data []byte, blocksize int) uint32 {
-	c := crc32.Update(0, castagnoli, data)
-	for pad := blocksize - len(data); pad > 0; {
-		n := min(pad, len(zeros))
-		c = crc32.Update(c, castagnoli, zeros[:n])
-		pad -= n
-	}
-	return c
-}
+func Checksum(data []byte, blocksize int) uint32 { return blockcrc.Checksum(data, blocksize) }
 
 var zeros = make([]byte, 1<<20)
 
@@ -63,7 +56,7 @@ const (
 
 // Init creates a volume in dir: a new identity, the config file, a
 // preallocated data file of size bytes (rounded down to whole blocks), and
-// the crc and gen files (4 and 8 bytes per block).
+// the crc, gen and tail files (4, 8 and 4 bytes per block).
 func Init(dir, cluster string, blocksize uint32, size int64) (*VolumeConfig, error) {
 	return InitWith(dir, cluster, blocksize, size, PreallocZero)
 }
@@ -86,7 +79,7 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	// Without a config (written last) the volume was never complete: what
 	// is there is left from an init that was interrupted (Ctrl-C during
 	// the zeroing) and never served; it is made again.
-	for _, name := range []string{"data", "crc", "gen", "config.tmp"} {
+	for _, name := range []string{"data", "crc", "gen", "tail", "config.tmp"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: remove %s left by an interrupted init: %w", dir, name, err)
 		}
@@ -107,7 +100,7 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	for _, f := range []struct {
 		name string
 		size int64
-	}{{"data", int64(blocks) * int64(blocksize)}, {"crc", int64(blocks) * 4}, {"gen", int64(blocks) * 8}} {
+	}{{"data", int64(blocks) * int64(blocksize)}, {"crc", int64(blocks) * 4}, {"gen", int64(blocks) * 8}, {"tail", int64(blocks) * 4}} {
 		fh, err := os.OpenFile(filepath.Join(dir, f.name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return nil, err
@@ -182,6 +175,18 @@ func syncDir(dir string) error {
 // BlockStore is one volume's blocks, checksums and generations. Safe for
 // concurrent use.
 //
+// Short blocks: a block is logically blocksize bytes, zero after its data.
+// Only the data, rounded up to whole 4 KiB pages, is written; the file
+// tail (4 bytes per block, little-endian) records how many bytes at the
+// block's end were not written and read as zeros (0: the whole block is on
+// disk, as for volumes from before the file existed). A small file, or
+// the last block of one, then costs the disk what it holds, not a whole
+// block: appending 64 bytes and committing writes and syncs one page per
+// replica instead of a megabyte. The tail entry is made durable with the
+// block by Sync; until then the block is not committed anywhere, so a
+// power cut that tears the entries can only hit a block nobody refers to
+// (and the checksum still catches it).
+//
 // A block's generation is the one of the write ticket that last wrote it
 // (0: never written with a ticket, or written before volumes had
 // generations). A write with an older generation is refused, and so is a
@@ -202,11 +207,15 @@ type BlockStore struct {
 	data   *os.File
 	crcf   *os.File
 	genf   *os.File
+	tailf  *os.File
 	mu     sync.RWMutex
 	crcs   []uint32 // CRC32C of each block (not XORed)
 	gens   []uint64
-	// genDirty: gen was written since the last Sync began.
-	genDirty atomic.Bool
+	tails  []uint32 // zero bytes at each block's end that are not on disk
+	// genDirty, tailDirty: gen or tail was written since the last Sync
+	// began.
+	genDirty  atomic.Bool
+	tailDirty atomic.Bool
 	// Writes of one block are serialised (the generation check, the data
 	// and the checksum go together); blocks share stripes.
 	stripes [64]sync.Mutex
@@ -255,7 +264,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		s.Config.Blocks == 0 || s.Config.Blocks > math.MaxInt64/uint64(s.Config.Blocksize):
 		return nil, fmt.Errorf("%s/config is corrupt: identity %q, %d blocks of %d bytes", dir, s.Config.Identity, s.Config.Blocks, s.Config.Blocksize)
 	}
-	dataPath, crcPath, genPath := filepath.Join(dir, "data"), filepath.Join(dir, "crc"), filepath.Join(dir, "gen")
+	dataPath, crcPath, genPath, tailPath := filepath.Join(dir, "data"), filepath.Join(dir, "crc"), filepath.Join(dir, "gen"), filepath.Join(dir, "tail")
 	if s.data, err = os.OpenFile(dataPath, os.O_RDWR, 0); err != nil {
 		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
 	}
@@ -273,6 +282,17 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		s.crcf.Close()
 		return nil, fmt.Errorf("datanode volume %s: %w", dir, err)
 	}
+	s.tailf, err = os.OpenFile(tailPath, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		// A volume made before short blocks: every block is whole.
+		s.tailf, err = createZeroed(dir, "tail", 4*int64(s.Config.Blocks))
+	}
+	if err != nil {
+		s.data.Close()
+		s.crcf.Close()
+		s.genf.Close()
+		return nil, fmt.Errorf("datanode volume %s: %w", dir, err)
+	}
 	for _, f := range []struct {
 		path string
 		fh   *os.File
@@ -282,6 +302,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		{dataPath, s.data, int64(s.Config.Blocks) * int64(s.Config.Blocksize), fmt.Sprintf("%d blocks of %d bytes", s.Config.Blocks, s.Config.Blocksize)},
 		{crcPath, s.crcf, 4 * int64(s.Config.Blocks), fmt.Sprintf("checksums of %d blocks", s.Config.Blocks)},
 		{genPath, s.genf, 8 * int64(s.Config.Blocks), fmt.Sprintf("generations of %d blocks", s.Config.Blocks)},
+		{tailPath, s.tailf, 4 * int64(s.Config.Blocks), fmt.Sprintf("tail lengths of %d blocks", s.Config.Blocks)},
 	} {
 		st, err := f.fh.Stat()
 		if err != nil {
@@ -314,6 +335,18 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 	s.crcs = make([]uint32, s.Config.Blocks)
 	for i := range s.crcs {
 		s.crcs[i] = binary.LittleEndian.Uint32(raw[4*i:]) ^ genMix(s.gens[i])
+	}
+	if _, err := s.tailf.ReadAt(raw, 0); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: %w", tailPath, err)
+	}
+	s.tails = make([]uint32, s.Config.Blocks)
+	for i := range s.tails {
+		t := binary.LittleEndian.Uint32(raw[4*i:])
+		if t >= s.Config.Blocksize || t%pageSize != 0 {
+			t = 0 // damaged entry: read the whole block (the checksum decides)
+		}
+		s.tails[i] = t
 	}
 	return s, nil
 }
@@ -425,27 +458,40 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32, gen uint64) er
 	if _, err := s.data.WriteAt(data, off); err != nil {
 		return err
 	}
-	for pad := bs - len(data); pad > 0; {
-		n := min(pad, len(zeros))
-		if _, err := s.data.WriteAt(zeros[:n], off+int64(bs-pad)); err != nil {
+	// Whole pages only (a partial page not in the cache would be read
+	// from disk first); the rest of the block is the tail.
+	n := onDisk(len(data), bs)
+	if pad := n - len(data); pad > 0 {
+		if _, err := s.data.WriteAt(zeros[:pad], off+int64(len(data))); err != nil {
 			return err
 		}
-		pad -= n
 	}
 	// Start writeback now, so the fdatasync before commit finds little
 	// left to do and disk writes overlap the transfer.
-	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
-	return s.record(block, crc, gen)
+	unix.SyncFileRange(int(s.data.Fd()), off, int64(n), unix.SYNC_FILE_RANGE_WRITE)
+	return s.record(block, crc, gen, uint32(bs-n))
+}
+
+const pageSize = 4096
+
+// onDisk is how many bytes of a block with n bytes of data are stored:
+// n rounded up to whole pages.
+func onDisk(n, bs int) int {
+	return min(bs, (n+pageSize-1)/pageSize*pageSize)
 }
 
 // Adopt records crc for a block a local client wrote into the data file
-// itself, after checking the block's content against it, and reads the
-// block into buf (for forwarding). gen is checked and recorded as by
-// Write.
-func (s *BlockStore) Adopt(block uint64, crc uint32, gen uint64, buf []byte) error {
+// itself (length bytes of data, written up to the next page boundary,
+// zeros after the data), after checking the block's content against it,
+// and reads the block into buf (for forwarding). gen is checked and
+// recorded as by Write.
+func (s *BlockStore) Adopt(block uint64, length int, crc uint32, gen uint64, buf []byte) error {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
 		return err
+	}
+	if length < 0 || length > bs {
+		length = bs
 	}
 	m := s.stripe(block)
 	m.Lock()
@@ -459,19 +505,32 @@ func (s *BlockStore) Adopt(block uint64, crc uint32, gen uint64, buf []byte) err
 		return staleError(block, stored, gen)
 	}
 	off := int64(block) * int64(bs)
-	if _, err := s.data.ReadAt(buf[:bs], off); err != nil {
+	n := onDisk(length, bs)
+	if _, err := s.data.ReadAt(buf[:n], off); err != nil {
 		return err
 	}
-	if got := crc32.Checksum(buf[:bs], castagnoli); got != crc {
+	clear(buf[n:bs])
+	if got := Checksum(buf[:n], bs); got != crc {
 		return fmt.Errorf("%w: block %d written locally reads as %08x, writer computed %08x", ErrChecksum, block, got, crc)
 	}
-	unix.SyncFileRange(int(s.data.Fd()), off, int64(bs), unix.SYNC_FILE_RANGE_WRITE)
-	return s.record(block, crc, gen)
+	unix.SyncFileRange(int(s.data.Fd()), off, int64(n), unix.SYNC_FILE_RANGE_WRITE)
+	return s.record(block, crc, gen, uint32(bs-n))
 }
 
-// record writes a block's checksum and generation entries, then makes
-// them current together. Called with the block's stripe held.
-func (s *BlockStore) record(block uint64, crc uint32, gen uint64) error {
+// record writes a block's checksum, generation and tail entries, then
+// makes them current together. Called with the block's stripe held.
+func (s *BlockStore) record(block uint64, crc uint32, gen uint64, tail uint32) error {
+	s.mu.RLock()
+	oldTail := s.tails[block]
+	s.mu.RUnlock()
+	if tail != oldTail {
+		var t [4]byte
+		binary.LittleEndian.PutUint32(t[:], tail)
+		s.tailDirty.Store(true)
+		if _, err := s.tailf.WriteAt(t[:], int64(block)*4); err != nil {
+			return err
+		}
+	}
 	var g [8]byte
 	binary.LittleEndian.PutUint64(g[:], gen)
 	s.genDirty.Store(true)
@@ -486,6 +545,7 @@ func (s *BlockStore) record(block uint64, crc uint32, gen uint64) error {
 	s.mu.Lock()
 	s.gens[block] = gen
 	s.crcs[block] = crc
+	s.tails[block] = tail
 	s.mu.Unlock()
 	return nil
 }
@@ -495,26 +555,37 @@ func (s *BlockStore) record(block uint64, crc uint32, gen uint64) error {
 // holding a newer one is refused (auth.ErrTicketStale); NoTicket allows
 // any.
 func (s *BlockStore) Read(block uint64, buf []byte, maxGen uint64) (uint32, error) {
+	crc, _, err := s.ReadN(block, buf, maxGen)
+	return crc, err
+}
+
+// ReadN is Read that also returns how many bytes at the start of buf came
+// from disk; the rest of the block (its tail) is zeros.
+func (s *BlockStore) ReadN(block uint64, buf []byte, maxGen uint64) (uint32, int, error) {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if _, err := s.data.ReadAt(buf[:bs], int64(block)*int64(bs)); err != nil {
-		return 0, err
+	s.mu.RLock()
+	n := bs - int(s.tails[block])
+	s.mu.RUnlock()
+	if _, err := s.data.ReadAt(buf[:n], int64(block)*int64(bs)); err != nil {
+		return 0, 0, err
 	}
+	clear(buf[n:bs])
 	// Checked after reading: a writer raises the generation before it
-	// changes the data.
+	// changes the data (and a tail changed meanwhile fails the checksum).
 	s.mu.RLock()
 	want, gen := s.crcs[block], s.gens[block]
 	s.mu.RUnlock()
 	if gen > maxGen {
 		clear(buf[:bs])
-		return 0, staleError(block, gen, maxGen)
+		return 0, 0, staleError(block, gen, maxGen)
 	}
-	if got := crc32.Checksum(buf[:bs], castagnoli); got != want {
-		return 0, fmt.Errorf("%w: block %d of volume %s reads as %08x, stored checksum %08x", ErrChecksum, block, s.Config.Identity, got, want)
+	if got := Checksum(buf[:n], bs); got != want {
+		return 0, 0, fmt.Errorf("%w: block %d of volume %s reads as %08x, stored checksum %08x", ErrChecksum, block, s.Config.Identity, got, want)
 	}
-	return want, nil
+	return want, n, nil
 }
 
 // Verify checks count blocks from block and returns those that do not match
@@ -550,21 +621,38 @@ func (s *BlockStore) Verify(block, count, maxGen uint64) ([]uint64, []uint32, er
 	return bad, crcs, nil
 }
 
-// Sync makes all writes so far durable.
+// Sync makes all writes so far durable. The files are synced at the same
+// time: each fdatasync waits for its own flush, and a commit waits for
+// them all.
 func (s *BlockStore) Sync() error {
-	if err := unix.Fdatasync(int(s.data.Fd())); err != nil {
-		return fmt.Errorf("fdatasync data: %w", err)
-	}
-	if err := unix.Fdatasync(int(s.crcf.Fd())); err != nil {
-		return fmt.Errorf("fdatasync crc: %w", err)
-	}
-	if s.genDirty.Swap(false) {
-		if err := unix.Fdatasync(int(s.genf.Fd())); err != nil {
-			s.genDirty.Store(true)
-			return fmt.Errorf("fdatasync gen: %w", err)
+	syncs := []struct {
+		name  string
+		f     *os.File
+		dirty *atomic.Bool
+	}{{"crc", s.crcf, nil}, {"gen", s.genf, &s.genDirty}, {"tail", s.tailf, &s.tailDirty}}
+	errs := make([]error, len(syncs))
+	var wg sync.WaitGroup
+	for i, x := range syncs {
+		if x.dirty != nil && !x.dirty.Swap(false) {
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := unix.Fdatasync(int(x.f.Fd())); err != nil {
+				if x.dirty != nil {
+					x.dirty.Store(true)
+				}
+				errs[i] = fmt.Errorf("fdatasync %s: %w", x.name, err)
+			}
+		}()
 	}
-	return nil
+	var derr error
+	if err := unix.Fdatasync(int(s.data.Fd())); err != nil {
+		derr = fmt.Errorf("fdatasync data: %w", err)
+	}
+	wg.Wait()
+	return errors.Join(append([]error{derr}, errs...)...)
 }
 
 // Close closes the volume files.
@@ -572,6 +660,9 @@ func (s *BlockStore) Close() error {
 	s.data.Close()
 	if s.genf != nil {
 		s.genf.Close()
+	}
+	if s.tailf != nil {
+		s.tailf.Close()
 	}
 	return s.crcf.Close()
 }
