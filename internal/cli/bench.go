@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|security|kv|mr|build|nfs [options]", "reproduce the seed benchmarks beside their references", cmdBench)
+	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|append|mount-seq|security|kv|mr|build|nfs [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
 func intList(s string) ([]int, error) {
@@ -30,7 +30,7 @@ func intList(s string) ([]int, error) {
 
 func cmdBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, security, kv, mr, build, nfs")
+		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, append, mount-seq, security, kv, mr, build, nfs")
 	}
 	which := args[0]
 	if which == "warm-memory" {
@@ -78,8 +78,8 @@ func cmdBench(ctx context.Context, args []string) error {
 	asJSON := f.Bool("json", false, "print JSON")
 	localDir := f.String("localdir", os.TempDir(), "directory for local reference files (put it on the datanodes' disk)")
 	var size int64 = 2 << 30
-	f.Var(sizeFlag{&size}, "size", "seq, nfs: file size")
-	runs := f.Int("runs", 3, "seq, nfs: repetitions (medians reported)")
+	f.Var(sizeFlag{&size}, "size", "seq, nfs, mount-seq: file size")
+	runs := f.Int("runs", 3, "seq, nfs, mount-seq: repetitions (medians reported)")
 	repsFlag := f.String("reps", "1,2", "seq: replication factors")
 	n := f.Int("n", 10000, "operations (per client)")
 	clientsFlag := f.String("P", "1", "clients, comma-separated list (lookup, create), or count (parallel-cat)")
@@ -88,14 +88,16 @@ func cmdBench(ctx context.Context, args []string) error {
 	cold := f.Bool("cold", false, "random: also measure with dropped caches (root)")
 	npFlag := f.String("np", "1,2,4", "metarates: process counts")
 	shared := f.Bool("shared-dir", false, "metarates: all processes in one directory")
-	tgt := f.String("target", "native", "metarates, fdtree: 'native' (PlasmaFS API) or a directory (e.g. of a PlasmaFS mount)")
+	tgt := f.String("target", "native", "metarates, fdtree: 'native' (PlasmaFS API) or a directory (e.g. of a PlasmaFS mount); append, mount-seq: a directory of a mount")
 	var refs multiFlag
-	f.Var(&refs, "ref", "metarates, fdtree: also run in this directory in the same run, as a reference (repeatable)")
-	loopback := f.String("loopback", "", "metarates, fdtree: also run through go-fuse's loopback filesystem of this directory, as a reference")
+	f.Var(&refs, "ref", "metarates, fdtree, append: also run in this directory in the same run, as a reference (repeatable)")
+	loopback := f.String("loopback", "", "metarates, fdtree, append: also run through go-fuse's loopback filesystem of this directory, as a reference")
 	plainConf := f.String("plain", "", "security: client config file of a cluster at level none to compare with")
 	levels := f.Int("levels", 3, "fdtree: tree depth")
 	dirs := f.Int("dirs", 4, "fdtree: subdirectories per directory")
 	files := f.Int("files", 10, "fdtree: files per directory")
+	record := f.Int("record", 64, "append: bytes per append")
+	plasmaPath := f.String("path", "/", "mount-seq: the PlasmaFS path of -target's directory (for the put/get reference)")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
@@ -188,6 +190,25 @@ func cmdBench(ctx context.Context, args []string) error {
 		if rep, err = runBeside(*tgt, refs, *loopback, func(target string) (*bench.Report, error) {
 			return bench.Fdtree(ctx, cfg, bench.FdtreeOptions{Levels: *levels, Dirs: *dirs, Files: *files, Target: target, Root: "/plasma-bench-fdtree", Async: *mode == "async"})
 		}); err != nil {
+			return err
+		}
+	case "append":
+		if *tgt == "native" {
+			return usagef("append needs -target DIR (a directory of a mount)")
+		}
+		if *record < 1 || *record > 1<<20 {
+			return usagef("-record must be 1..1048576 bytes")
+		}
+		if rep, err = runBeside(*tgt, refs, *loopback, func(target string) (*bench.Report, error) {
+			return bench.Append(bench.AppendOptions{Dir: target, N: *n, Record: *record})
+		}); err != nil {
+			return err
+		}
+	case "mount-seq":
+		if *tgt == "native" {
+			return usagef("mount-seq needs -target DIR (a directory of a PlasmaFS mount) and -path (its PlasmaFS path)")
+		}
+		if rep, err = bench.MountSeq(ctx, c, bench.MountSeqOptions{Target: *tgt, Path: *plasmaPath, Size: size, LocalDir: *localDir, Runs: *runs}); err != nil {
 			return err
 		}
 	default:
