@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"math"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"github.com/plasmafs/plasma/internal/blockcrc"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Checksum returns the CRC32C of a block whose first len(data) bytes are
 // data and the rest (up to blocksize) zeros.
