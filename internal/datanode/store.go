@@ -20,7 +20,6 @@ import (
 	"github.com/plasmafs/plasma/internal/blockcrc"
 )
 
-
 // Checksum returns the CRC32C of a block whose first len(data) bytes are
 // data and the rest (up to blocksize) zeros.
 func Checksum(data []byte, blocksize int) uint32 { return blockcrc.Checksum(data, blocksize) }
