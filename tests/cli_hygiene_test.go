@@ -306,7 +306,7 @@ func TestEscapedNames(t *testing.T) {
 // naming the file and saying it is truncated.
 func TestTruncatedVolumeNamed(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
-	for _, file := range []string{"crc", "data", "config"} {
+	for _, file := range []string{"data", "config"} {
 		dir := c.InitVolume(c.Opts.Cluster, c.Opts.Blocksize, 4<<20)
 		p := filepath.Join(dir, file)
 		st, err := os.Stat(p)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -329,9 +331,56 @@ func TestStaleTicketAfterDatanodeRestart(t *testing.T) {
 	s.victim(t, client.Config{}, 1)
 }
 
+// toLegacyLayout rewrites the volume in dir (its datanode stopped) as
+// datanodes from before generations and the inline layout left them: the
+// blocks' checksums in a file crc beside a data file of blocks only, no
+// generations, no layout in the config.
+func toLegacyLayout(t *testing.T, dir string) {
+	t.Helper()
+	cfgPath := filepath.Join(dir, "config")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	blocks, bs := int64(cfg["blocks"].(float64)), int64(cfg["blocksize"].(float64))
+	data := filepath.Join(dir, "data")
+	entries := make([]byte, 16*blocks)
+	f, err := os.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.ReadAt(entries, blocks*bs)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crcs := make([]byte, 4*blocks)
+	for i := int64(0); i < blocks; i++ {
+		if binary.LittleEndian.Uint64(entries[16*i+8:]) != 0 {
+			t.Fatalf("%s: block %d has a generation: not a volume written without tickets", dir, i)
+		}
+		copy(crcs[4*i:], entries[16*i:16*i+4])
+	}
+	delete(cfg, "layout")
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(dir, "crc"), crcs, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(data, blocks*bs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTicketGenerationsOrdinaryIO: ordinary reads and writes keep working
-// with generations: volumes from before them (no gen file; blocks written
-// without generations) are read, get a gen file, and take new writes;
+// with generations: volumes from before them (a crc file, no generations;
+// blocks written without them) are read, converted, and take new writes;
 // short-circuit (local) writes and replication chains record generations
 // like TCP writes do, so mallory's stale tickets are refused on every
 // replica of alice's rep-2 file written short-circuit.
@@ -349,9 +398,7 @@ func TestTicketGenerationsOrdinaryIO(t *testing.T) {
 	cl.Close()
 	for _, dn := range c.DNs {
 		c.Kill(dn)
-		if err := os.Remove(filepath.Join(dn.Dir, "gen")); err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
+		toLegacyLayout(t, dn.Dir)
 	}
 	c.WaitLive(0)
 	c.Opts.DataSecurity = "auth"
@@ -376,11 +423,16 @@ func TestTicketGenerationsOrdinaryIO(t *testing.T) {
 	}
 	check("files from before generations", legacy)
 	for _, dn := range c.DNs {
-		st, err := os.Stat(filepath.Join(dn.Dir, "gen"))
+		blocks := c.Opts.Size / c.Opts.Blocksize
+		st, err := os.Stat(filepath.Join(dn.Dir, "data"))
 		if err != nil {
-			t.Errorf("volume without generations not upgraded: %v", err)
-		} else if want := 8 * (c.Opts.Size / c.Opts.Blocksize); st.Size() != want {
-			t.Errorf("gen file of %d bytes, want %d", st.Size(), want)
+			t.Fatal(err)
+		}
+		if want := blocks*c.Opts.Blocksize + 16*blocks; st.Size() != want {
+			t.Errorf("volume without generations not converted: data file of %d bytes, want %d (blocks and their entries)", st.Size(), want)
+		}
+		if _, err := os.Stat(filepath.Join(dn.Dir, "crc")); !os.IsNotExist(err) {
+			t.Errorf("crc file still there after the conversion: %v", err)
 		}
 	}
 

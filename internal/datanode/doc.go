@@ -5,8 +5,10 @@
 // replica chain, and makes writes durable when a client asks (before a
 // commit that references them).
 //
-// A volume directory holds "config" (identity, cluster, blocksize, size),
-// "data" (all blocks, preallocated), "crc" (one CRC32C per block, bound to
-// the block's generation) and "gen" (the generation of the ticket that last
-// wrote each block; see BlockStore).
+// A volume directory holds "config" (identity, cluster, blocksize, size,
+// layout) and "data": all blocks, preallocated, followed by one 16-byte
+// entry per block (its CRC32C, bound to its generation; the generation of
+// the ticket that last wrote it; how much of its end is zeros not on
+// disk). See BlockStore. Volumes from before that layout kept the entries
+// in the files "crc", "gen" and "tail"; opening one converts it.
 package datanode

@@ -110,27 +110,48 @@ func TestGenerationChecks(t *testing.T) {
 	}
 }
 
-// TestVolumeWithoutGenerations: a volume from before generations (no gen
-// file, plain checksums) opens, gets a zeroed gen file, and its blocks
-// read with any ticket.
-func TestVolumeWithoutGenerations(t *testing.T) {
-	dir := newVolume(t)
-	st := openVolume(t, dir)
-	for b := uint64(0); b < 4; b++ {
-		if err := write(st, b, fill(byte(b+1)), NoTicket); err != nil {
+// legacyVolume makes a volume as plasma made them before the inline
+// layout: data of blocks only, plain checksums in the file crc, no gen and
+// no tail file (a volume from before generations and short blocks), and
+// blocks 0..3 holding fill(1..4).
+func legacyVolume(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "vol")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const blocks = 16
+	data := make([]byte, blocks*testBS)
+	crcs := make([]byte, 4*blocks)
+	for b := 0; b < blocks; b++ {
+		if b < 4 {
+			copy(data[b*testBS:], fill(byte(b+1)))
+		}
+		binary.LittleEndian.PutUint32(crcs[4*b:], Checksum(data[b*testBS:(b+1)*testBS], testBS))
+	}
+	for name, b := range map[string][]byte{"data": data, "crc": crcs,
+		"config": []byte(`{"identity":"0123456789abcdef","cluster":"test","blocksize":4096,"blocks":16}`)} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st.Sync()
-	st.Close()
-	if err := os.Remove(filepath.Join(dir, "gen")); err != nil {
-		t.Fatal(err)
+	return dir
+}
+
+// TestLegacyVolumeConverted: a volume of the old layout (entries in
+// separate files; here from before generations and tails) opens, is
+// converted to the inline layout (config says so, the old files are gone),
+// its blocks read with any ticket, and it takes writes and reopens.
+func TestLegacyVolumeConverted(t *testing.T) {
+	dir := legacyVolume(t)
+	st := openVolume(t, dir)
+	if st.Config.Layout != layoutInline {
+		t.Fatalf("layout %d after opening a legacy volume", st.Config.Layout)
 	}
-	st = openVolume(t, dir)
-	defer st.Close()
-	fi, err := os.Stat(filepath.Join(dir, "gen"))
-	if err != nil || fi.Size() != 16*8 {
-		t.Fatalf("gen file: %v %v", fi, err)
+	for _, name := range []string{"crc", "gen", "tail"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Fatalf("%s still there after the conversion: %v", name, err)
+		}
 	}
 	buf := make([]byte, testBS)
 	for b := uint64(0); b < 4; b++ {
@@ -141,19 +162,41 @@ func TestVolumeWithoutGenerations(t *testing.T) {
 	if err := write(st, 0, fill(9), 7); err != nil {
 		t.Fatal(err)
 	}
-	// A truncated gen file is damage, named.
+	st.Sync()
 	st.Close()
-	if err := os.Truncate(filepath.Join(dir, "gen"), 8); err != nil {
-		t.Fatal(err)
+	st = openVolume(t, dir)
+	defer st.Close()
+	if _, err := st.Read(0, buf, 7); err != nil || !bytes.Equal(buf, fill(9)) {
+		t.Fatalf("block 0 after reopening: %v", err)
 	}
-	if _, err := OpenBlockStore(dir); err == nil || !bytes.Contains([]byte(err.Error()), []byte("gen is truncated")) {
-		t.Fatalf("truncated gen file: %v", err)
+	if _, err := st.Read(1, buf, 0); err != nil || !bytes.Equal(buf, fill(2)) {
+		t.Fatalf("block 1 after reopening: %v", err)
 	}
 }
 
-// TestTornGeneration: if a block's new checksum entry reached the disk
-// but its new generation did not (two files, written back independently),
-// the block fails its checksum instead of opening with an older ticket.
+// TestLegacyVolumeDamage: a legacy volume whose crc file is missing or
+// truncated is refused with the file named, and left as it was.
+func TestLegacyVolumeDamage(t *testing.T) {
+	dir := legacyVolume(t)
+	if err := os.Truncate(filepath.Join(dir, "crc"), 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenBlockStore(dir); err == nil || !bytes.Contains([]byte(err.Error()), []byte("crc is truncated")) {
+		t.Fatalf("truncated crc file: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "data")); err != nil || fi.Size() != 16*testBS {
+		t.Fatalf("data file of a refused volume changed: %v %v", fi.Size(), err)
+	}
+	os.Remove(filepath.Join(dir, "crc"))
+	if _, err := OpenBlockStore(dir); err == nil || !bytes.Contains([]byte(err.Error()), []byte("damaged")) {
+		t.Fatalf("missing crc file: %v", err)
+	}
+}
+
+// TestTornGeneration: a block entry whose generation is not the one its
+// checksum was recorded with (as a power cut could leave volumes that
+// kept them in two files) fails its checksum instead of opening with an
+// older ticket.
 func TestTornGeneration(t *testing.T) {
 	dir := newVolume(t)
 	st := openVolume(t, dir)
@@ -164,15 +207,16 @@ func TestTornGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Sync()
+	metaOff := st.metaOff
 	st.Close()
-	// The generation entry as it was before the second write.
+	// The generation in the entry as it was before the second write.
 	var g [8]byte
 	binary.LittleEndian.PutUint64(g[:], 5)
-	f, err := os.OpenFile(filepath.Join(dir, "gen"), os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, "data"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt(g[:], 2*8)
+	f.WriteAt(g[:], metaOff+2*metaEntry+8)
 	f.Close()
 	st = openVolume(t, dir)
 	defer st.Close()

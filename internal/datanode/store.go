@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -35,7 +34,24 @@ type VolumeConfig struct {
 	// Namespace is the id of the namespace (the namenode's database) the
 	// volume joined first; it refuses any other. Empty until then.
 	Namespace string `json:"namespace,omitempty"`
+	// Layout says where the per-block entries are (see BlockStore).
+	Layout int `json:"layout,omitempty"`
 }
+
+// Volume layouts.
+const (
+	// layoutFiles: checksums, generations and tails in the files crc, gen
+	// and tail beside data. Volumes made before layoutInline; opening one
+	// converts it.
+	layoutFiles = 0
+	// layoutInline: one entry per block in a region of the data file
+	// after the blocks.
+	layoutInline = 1
+)
+
+// metaEntry is the size of a block's entry: its CRC32C XOR genMix(gen)
+// (4 bytes), its tail (4) and its generation (8), little-endian.
+const metaEntry = 16
 
 // Preallocation says how Init reserves the data file's space.
 type Preallocation int
@@ -51,9 +67,9 @@ const (
 	PreallocFallocate
 )
 
-// Init creates a volume in dir: a new identity, the config file, a
-// preallocated data file of size bytes (rounded down to whole blocks), and
-// the crc, gen and tail files (4, 8 and 4 bytes per block).
+// Init creates a volume in dir: a new identity, the config file and a
+// preallocated data file of size bytes (rounded down to whole blocks) plus
+// the region of the blocks' entries (16 bytes per block).
 func Init(dir, cluster string, blocksize uint32, size int64) (*VolumeConfig, error) {
 	return InitWith(dir, cluster, blocksize, size, PreallocZero)
 }
@@ -93,11 +109,11 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	if _, err := rand.Read(id); err != nil {
 		return nil, err
 	}
-	cfg := &VolumeConfig{Identity: hex.EncodeToString(id), Cluster: cluster, Blocksize: blocksize, Blocks: blocks}
+	cfg := &VolumeConfig{Identity: hex.EncodeToString(id), Cluster: cluster, Blocksize: blocksize, Blocks: blocks, Layout: layoutInline}
 	for _, f := range []struct {
 		name string
 		size int64
-	}{{"data", int64(blocks) * int64(blocksize)}, {"crc", int64(blocks) * 4}, {"gen", int64(blocks) * 8}, {"tail", int64(blocks) * 4}} {
+	}{{"data", int64(blocks)*int64(blocksize) + int64(blocks)*metaEntry}} {
 		fh, err := os.OpenFile(filepath.Join(dir, f.name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return nil, err
@@ -172,11 +188,16 @@ func syncDir(dir string) error {
 // BlockStore is one volume's blocks, checksums and generations. Safe for
 // concurrent use.
 //
+// Each block has an entry (metaEntry bytes) in a region of the data file
+// after the blocks: its checksum, generation and tail. Keeping them in the
+// data file makes a block and its entry durable with one fdatasync (with
+// separate files, four: on the loop-mounted ext4 here a short write plus
+// Sync took 466 µs that way and 234 µs with one file).
+//
 // Short blocks: a block is logically blocksize bytes, zero after its data.
-// Only the data, rounded up to whole 4 KiB pages, is written; the file
-// tail (4 bytes per block, little-endian) records how many bytes at the
-// block's end were not written and read as zeros (0: the whole block is on
-// disk, as for volumes from before the file existed). A small file, or
+// Only the data, rounded up to whole 4 KiB pages, is written; the tail in
+// its entry records how many bytes at the block's end were not written
+// and read as zeros (0: the whole block is on disk). A small file, or
 // the last block of one, then costs the disk what it holds, not a whole
 // block: appending 64 bytes and committing writes and syncs one page per
 // replica instead of a megabyte. The tail entry is made durable with the
@@ -187,32 +208,25 @@ func syncDir(dir string) error {
 // A block's generation is the one of the write ticket that last wrote it
 // (0: never written with a ticket, or written before volumes had
 // generations). A write with an older generation is refused, and so is a
-// read with a ticket older than the block: see auth.Ticket. Generations
-// are kept in the file gen (8 bytes per block, little-endian), made
-// durable with the block by Sync.
+// read with a ticket older than the block: see auth.Ticket. The
+// generation is made durable with the block by Sync.
 //
-// Torn writes: the crc file holds each block's CRC32C XOR genMix(its
-// generation), so the checksum entry and the generation entry, which sit
-// in two files written back independently, only verify together. After a
-// power cut that kept a block's new data and checksum but lost its new
-// generation, the block fails its checksum instead of being readable with
-// a ticket from before its new owner's allocation. genMix(0) is 0: the crc
-// file of a volume from before generations is valid as it is.
+// Torn writes: the entry holds the block's CRC32C XOR genMix(its
+// generation), so checksum and generation only verify together. An entry
+// is one 16-byte write within a sector, so it is not torn in itself; the
+// binding dates from volumes that kept the two in separate files, written
+// back independently (genMix(0) is 0: a volume from before generations
+// needs no conversion of its checksums).
 type BlockStore struct {
 	Config VolumeConfig
 	cfgMu  sync.Mutex // serialises config rewrites
 	data   *os.File
-	crcf   *os.File
-	genf   *os.File
-	tailf  *os.File
-	mu     sync.RWMutex
-	crcs   []uint32 // CRC32C of each block (not XORed)
-	gens   []uint64
-	tails  []uint32 // zero bytes at each block's end that are not on disk
-	// genDirty, tailDirty: gen or tail was written since the last Sync
-	// began.
-	genDirty  atomic.Bool
-	tailDirty atomic.Bool
+	// metaOff is where the entries begin in data (after the blocks).
+	metaOff int64
+	mu      sync.RWMutex
+	crcs    []uint32 // CRC32C of each block (not XORed)
+	gens    []uint64
+	tails   []uint32 // zero bytes at each block's end that are not on disk
 	// Writes of one block are serialised (the generation check, the data
 	// and the checksum go together); blocks share stripes.
 	stripes [64]sync.Mutex
@@ -261,118 +275,122 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		s.Config.Blocks == 0 || s.Config.Blocks > math.MaxInt64/uint64(s.Config.Blocksize):
 		return nil, fmt.Errorf("%s/config is corrupt: identity %q, %d blocks of %d bytes", dir, s.Config.Identity, s.Config.Blocks, s.Config.Blocksize)
 	}
-	dataPath, crcPath, genPath, tailPath := filepath.Join(dir, "data"), filepath.Join(dir, "crc"), filepath.Join(dir, "gen"), filepath.Join(dir, "tail")
+	dataPath := filepath.Join(dir, "data")
 	if s.data, err = os.OpenFile(dataPath, os.O_RDWR, 0); err != nil {
 		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
 	}
-	if s.crcf, err = os.OpenFile(crcPath, os.O_RDWR, 0); err != nil {
+	n := s.Config.Blocks
+	s.metaOff = int64(n) * int64(s.Config.Blocksize)
+	switch s.Config.Layout {
+	case layoutFiles:
+		if err := s.convert(dir); err != nil {
+			s.data.Close()
+			return nil, err
+		}
+	case layoutInline:
+		// Left by a conversion interrupted after its config was written.
+		for _, name := range []string{"crc", "gen", "tail"} {
+			os.Remove(filepath.Join(dir, name))
+		}
+	default:
 		s.data.Close()
-		return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
+		return nil, fmt.Errorf("%s: volume layout %d is newer than this version of plasma knows (up to %d): upgrade plasma", cfgPath, s.Config.Layout, layoutInline)
 	}
-	s.genf, err = os.OpenFile(genPath, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		// A volume made before blocks had generations: all are 0.
-		s.genf, err = createZeroed(dir, "gen", 8*int64(s.Config.Blocks))
-	}
+	st, err := s.data.Stat()
 	if err != nil {
 		s.data.Close()
-		s.crcf.Close()
-		return nil, fmt.Errorf("datanode volume %s: %w", dir, err)
+		return nil, fmt.Errorf("%s: %w", dataPath, err)
 	}
-	s.tailf, err = os.OpenFile(tailPath, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		// A volume made before short blocks: every block is whole.
-		s.tailf, err = createZeroed(dir, "tail", 4*int64(s.Config.Blocks))
-	}
-	if err != nil {
+	if want := s.metaOff + int64(n)*metaEntry; st.Size() < want {
 		s.data.Close()
-		s.crcf.Close()
-		s.genf.Close()
-		return nil, fmt.Errorf("datanode volume %s: %w", dir, err)
+		return nil, fmt.Errorf("%s is truncated: %d bytes, but %d blocks of %d bytes and their entries (as %s says) need %d: the volume is damaged", dataPath, st.Size(), n, s.Config.Blocksize, cfgPath, want)
 	}
-	for _, f := range []struct {
-		path string
-		fh   *os.File
-		want int64
-		what string
-	}{
-		{dataPath, s.data, int64(s.Config.Blocks) * int64(s.Config.Blocksize), fmt.Sprintf("%d blocks of %d bytes", s.Config.Blocks, s.Config.Blocksize)},
-		{crcPath, s.crcf, 4 * int64(s.Config.Blocks), fmt.Sprintf("checksums of %d blocks", s.Config.Blocks)},
-		{genPath, s.genf, 8 * int64(s.Config.Blocks), fmt.Sprintf("generations of %d blocks", s.Config.Blocks)},
-		{tailPath, s.tailf, 4 * int64(s.Config.Blocks), fmt.Sprintf("tail lengths of %d blocks", s.Config.Blocks)},
-	} {
-		st, err := f.fh.Stat()
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: %w", f.path, err)
+	s.crcs, s.gens, s.tails = make([]uint32, n), make([]uint64, n), make([]uint32, n)
+	chunk := make([]byte, metaEntry<<14)
+	for i := uint64(0); i < n; {
+		k := min(n-i, uint64(len(chunk)/metaEntry))
+		if _, err := s.data.ReadAt(chunk[:k*metaEntry], s.metaOff+int64(i)*metaEntry); err != nil {
+			s.data.Close()
+			return nil, fmt.Errorf("%s: read block entries: %w", dataPath, err)
 		}
-		if st.Size() < f.want {
-			s.Close()
-			return nil, fmt.Errorf("%s is truncated: %d bytes, but %s (as %s says) need %d: the volume is damaged", f.path, st.Size(), f.what, cfgPath, f.want)
+		for j := uint64(0); j < k; j++ {
+			e := chunk[j*metaEntry:]
+			gen := binary.LittleEndian.Uint64(e[8:])
+			t := binary.LittleEndian.Uint32(e[4:])
+			if t >= s.Config.Blocksize || t%pageSize != 0 {
+				t = 0 // damaged entry: read the whole block (the checksum decides)
+			}
+			s.crcs[i+j] = binary.LittleEndian.Uint32(e) ^ genMix(gen)
+			s.gens[i+j], s.tails[i+j] = gen, t
 		}
-	}
-	raw := make([]byte, 4*s.Config.Blocks)
-	if _, err := s.crcf.ReadAt(raw, 0); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("%s: %w", crcPath, err)
-	}
-	s.gens = make([]uint64, s.Config.Blocks)
-	chunk := make([]byte, 8<<16)
-	for i := uint64(0); i < s.Config.Blocks; {
-		n := min(s.Config.Blocks-i, uint64(len(chunk)/8))
-		if _, err := s.genf.ReadAt(chunk[:8*n], int64(8*i)); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: %w", genPath, err)
-		}
-		for k := uint64(0); k < n; k++ {
-			s.gens[i+k] = binary.LittleEndian.Uint64(chunk[8*k:])
-		}
-		i += n
-	}
-	s.crcs = make([]uint32, s.Config.Blocks)
-	for i := range s.crcs {
-		s.crcs[i] = binary.LittleEndian.Uint32(raw[4*i:]) ^ genMix(s.gens[i])
-	}
-	if _, err := s.tailf.ReadAt(raw, 0); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("%s: %w", tailPath, err)
-	}
-	s.tails = make([]uint32, s.Config.Blocks)
-	for i := range s.tails {
-		t := binary.LittleEndian.Uint32(raw[4*i:])
-		if t >= s.Config.Blocksize || t%pageSize != 0 {
-			t = 0 // damaged entry: read the whole block (the checksum decides)
-		}
-		s.tails[i] = t
+		i += k
 	}
 	return s, nil
 }
 
-// createZeroed creates the file name in dir with size zero bytes, durably
-// (a temporary file, fsynced, renamed into place, the directory fsynced),
-// and opens it for reading and writing.
-func createZeroed(dir, name string, size int64) (*os.File, error) {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// convert turns a volume of layoutFiles into layoutInline: the entries
+// from the files crc, gen (if there: volumes from before generations have
+// none) and tail (likewise) are written after the blocks in data and made
+// durable, then the config says so, then the old files go. Interrupted
+// anywhere, it is done again at the next open.
+func (s *BlockStore) convert(dir string) error {
+	n := s.Config.Blocks
+	dataPath := filepath.Join(dir, "data")
+	st, err := s.data.Stat()
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("%s: %w", dataPath, err)
 	}
-	err = f.Truncate(size)
-	if err == nil {
-		err = f.Sync()
+	if st.Size() < s.metaOff {
+		return fmt.Errorf("%s is truncated: %d bytes, but %d blocks of %d bytes (as %s says) need %d: the volume is damaged", dataPath, st.Size(), n, s.Config.Blocksize, filepath.Join(dir, "config"), s.metaOff)
 	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
+	legacy := func(name string, size uint64, required bool) ([]byte, error) {
+		path := filepath.Join(dir, name)
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && !required:
+			return make([]byte, size), nil
+		case err != nil:
+			return nil, fmt.Errorf("datanode volume %s is damaged: %w", dir, err)
+		case uint64(len(b)) < size:
+			return nil, fmt.Errorf("%s is truncated: %d bytes, but the entries of %d blocks need %d: the volume is damaged", path, len(b), n, size)
+		}
+		return b, nil
 	}
-	if err == nil {
-		err = syncDir(dir)
-	}
+	crcs, err := legacy("crc", 4*n, true)
 	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("create %s: %w", filepath.Join(dir, name), err)
+		return err
 	}
-	return f, nil
+	gens, err := legacy("gen", 8*n, false)
+	if err != nil {
+		return err
+	}
+	tails, err := legacy("tail", 4*n, false)
+	if err != nil {
+		return err
+	}
+	region := make([]byte, n*metaEntry)
+	for i := uint64(0); i < n; i++ {
+		e := region[i*metaEntry:]
+		copy(e[0:4], crcs[4*i:])
+		copy(e[4:8], tails[4*i:])
+		copy(e[8:16], gens[8*i:])
+	}
+	if _, err := s.data.WriteAt(region, s.metaOff); err != nil {
+		return fmt.Errorf("%s: write block entries: %w", dataPath, err)
+	}
+	if err := s.data.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", dataPath, err)
+	}
+	cfg := s.Config
+	cfg.Layout = layoutInline
+	if err := writeConfig(dir, &cfg); err != nil {
+		return fmt.Errorf("volume %s: record its new layout: %w", dir, err)
+	}
+	s.Config.Layout = layoutInline
+	for _, name := range []string{"crc", "gen", "tail"} {
+		os.Remove(filepath.Join(dir, name))
+	}
+	return syncDir(dir)
 }
 
 // JoinNamespace checks the namespace id of the namenode the volume in dir
@@ -514,29 +532,14 @@ func (s *BlockStore) Adopt(block uint64, length int, crc uint32, gen uint64, buf
 	return s.record(block, crc, gen, uint32(bs-n))
 }
 
-// record writes a block's checksum, generation and tail entries, then
-// makes them current together. Called with the block's stripe held.
+// record writes a block's entry (checksum, generation, tail) and makes it
+// current. Called with the block's stripe held.
 func (s *BlockStore) record(block uint64, crc uint32, gen uint64, tail uint32) error {
-	s.mu.RLock()
-	oldTail := s.tails[block]
-	s.mu.RUnlock()
-	if tail != oldTail {
-		var t [4]byte
-		binary.LittleEndian.PutUint32(t[:], tail)
-		s.tailDirty.Store(true)
-		if _, err := s.tailf.WriteAt(t[:], int64(block)*4); err != nil {
-			return err
-		}
-	}
-	var g [8]byte
-	binary.LittleEndian.PutUint64(g[:], gen)
-	s.genDirty.Store(true)
-	if _, err := s.genf.WriteAt(g[:], int64(block)*8); err != nil {
-		return err
-	}
-	var c [4]byte
-	binary.LittleEndian.PutUint32(c[:], crc^genMix(gen))
-	if _, err := s.crcf.WriteAt(c[:], int64(block)*4); err != nil {
+	var e [metaEntry]byte
+	binary.LittleEndian.PutUint32(e[0:], crc^genMix(gen))
+	binary.LittleEndian.PutUint32(e[4:], tail)
+	binary.LittleEndian.PutUint64(e[8:], gen)
+	if _, err := s.data.WriteAt(e[:], s.metaOff+int64(block)*metaEntry); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -618,51 +621,17 @@ func (s *BlockStore) Verify(block, count, maxGen uint64) ([]uint64, []uint32, er
 	return bad, crcs, nil
 }
 
-// Sync makes all writes so far durable. The files are synced at the same
-// time: each fdatasync waits for its own flush, and a commit waits for
-// them all.
+// Sync makes all writes so far durable: the blocks and their entries, in
+// one file.
 func (s *BlockStore) Sync() error {
-	syncs := []struct {
-		name  string
-		f     *os.File
-		dirty *atomic.Bool
-	}{{"crc", s.crcf, nil}, {"gen", s.genf, &s.genDirty}, {"tail", s.tailf, &s.tailDirty}}
-	errs := make([]error, len(syncs))
-	var wg sync.WaitGroup
-	for i, x := range syncs {
-		if x.dirty != nil && !x.dirty.Swap(false) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := unix.Fdatasync(int(x.f.Fd())); err != nil {
-				if x.dirty != nil {
-					x.dirty.Store(true)
-				}
-				errs[i] = fmt.Errorf("fdatasync %s: %w", x.name, err)
-			}
-		}()
-	}
-	var derr error
 	if err := unix.Fdatasync(int(s.data.Fd())); err != nil {
-		derr = fmt.Errorf("fdatasync data: %w", err)
+		return fmt.Errorf("fdatasync data: %w", err)
 	}
-	wg.Wait()
-	return errors.Join(append([]error{derr}, errs...)...)
+	return nil
 }
 
-// Close closes the volume files.
-func (s *BlockStore) Close() error {
-	s.data.Close()
-	if s.genf != nil {
-		s.genf.Close()
-	}
-	if s.tailf != nil {
-		s.tailf.Close()
-	}
-	return s.crcf.Close()
-}
+// Close closes the volume.
+func (s *BlockStore) Close() error { return s.data.Close() }
 
 // Gen returns block's generation (0 for a block out of range).
 func (s *BlockStore) Gen(block uint64) uint64 {
