@@ -97,6 +97,8 @@ func cmdBench(ctx context.Context, args []string) error {
 	dirs := f.Int("dirs", 4, "fdtree: subdirectories per directory")
 	files := f.Int("files", 10, "fdtree: files per directory")
 	record := f.Int("record", 64, "append: bytes per append")
+	var prefill int64
+	f.Var(sizeFlag{&prefill}, "prefill", "append: bytes written (and fsynced) to the file before the timed appends")
 	plasmaPath := f.String("path", "/", "mount-seq: the PlasmaFS path of -target's directory (for the put/get reference)")
 	if err := f.parse(args[1:]); err != nil {
 		return err
@@ -200,7 +202,7 @@ func cmdBench(ctx context.Context, args []string) error {
 			return usagef("-record must be 1..1048576 bytes")
 		}
 		if rep, err = runBeside(*tgt, refs, *loopback, func(target string) (*bench.Report, error) {
-			return bench.Append(bench.AppendOptions{Dir: target, N: *n, Record: *record})
+			return bench.Append(bench.AppendOptions{Dir: target, N: *n, Record: *record, Prefill: prefill})
 		}); err != nil {
 			return err
 		}
