@@ -89,21 +89,21 @@ func (tx *Txn) CreateAt(ctx context.Context, dir uint64, name string, opt Create
 	if opt.Rep < 0 || opt.Rep > wire.MaxReplica {
 		return FileInfo{}, fmt.Errorf("%s: %w: replication %d (1..%d)", name, ErrInvalid, opt.Rep, wire.MaxReplica)
 	}
-	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.TypeFile,
-		Mode: UnixBits(opt.Mode), Rep: uint8(opt.Rep), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+	return tx.attrCall(ctx, tx.createReq(&wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.TypeFile,
+		Mode: UnixBits(opt.Mode), Rep: uint8(opt.Rep)}))
 }
 
 // MkdirAt creates the directory name in directory dir (mode 0 means 0755).
 func (tx *Txn) MkdirAt(ctx context.Context, dir uint64, name string, mode fs.FileMode) (FileInfo, error) {
-	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.TypeDir,
-		Mode: UnixBits(mode), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+	return tx.attrCall(ctx, tx.createReq(&wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.TypeDir,
+		Mode: UnixBits(mode)}))
 }
 
 // SymlinkAt creates the symbolic link name in directory dir, pointing to
 // target.
 func (tx *Txn) SymlinkAt(ctx context.Context, target string, dir uint64, name string) (FileInfo, error) {
-	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Path2: target,
-		Type: wire.TypeSymlink, User: tx.c.cfg.User, Group: tx.c.cfg.Group})
+	return tx.attrCall(ctx, tx.createReq(&wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Path2: target,
+		Type: wire.TypeSymlink}))
 }
 
 // MknodAt creates the special file name in directory dir: a FIFO, a
@@ -111,8 +111,8 @@ func (tx *Txn) SymlinkAt(ctx context.Context, target string, dir uint64, name st
 // Such files hold no data in PlasmaFS; the kernel of each client gives
 // them their meaning.
 func (tx *Txn) MknodAt(ctx context.Context, dir uint64, name string, typ FileType, mode fs.FileMode, rdev uint64) (FileInfo, error) {
-	q := &wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.FileType(typ),
-		Mode: UnixBits(mode), User: tx.c.cfg.User, Group: tx.c.cfg.Group}
+	q := tx.createReq(&wire.Request{Op: wire.OpCreate, Flags: wire.FlagAt, Ino: dir, Path: name, Type: wire.FileType(typ),
+		Mode: UnixBits(mode)})
 	switch typ {
 	case TypeFIFO, TypeSocket:
 	case TypeCharDevice, TypeBlockDevice:

@@ -132,6 +132,33 @@ type Txn struct {
 	mu    sync.Mutex
 	files []*File
 	nodes map[string]bool // datanode addresses written to (synced before commit)
+	// owner, group: set by CreateAs.
+	owner, group string
+}
+
+// CreateAs makes the files, directories, links and special files this
+// transaction creates (the *At calls) belong to user and group instead of
+// the client's identity, and returns tx. The namenode honours it only for
+// a superuser: a gateway such as the FUSE mount, creating for the local
+// user whose permissions the kernel has checked. For anyone else the
+// owner stays the caller. Empty names keep the default.
+func (tx *Txn) CreateAs(user, group string) *Txn {
+	tx.owner, tx.group = user, group
+	return tx
+}
+
+// createReq fills in the owner of a create request.
+func (tx *Txn) createReq(q *wire.Request) *wire.Request {
+	q.User, q.Group = tx.c.cfg.User, tx.c.cfg.Group
+	if tx.owner != "" {
+		q.User = tx.owner
+		q.Flags |= wire.FlagOwner
+	}
+	if tx.group != "" {
+		q.Group = tx.group
+		q.Flags |= wire.FlagGroup
+	}
+	return q
 }
 
 // ID returns the transaction id.

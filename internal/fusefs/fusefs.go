@@ -110,6 +110,11 @@ func (fs *FS) String() string { return "plasma" }
 
 func ctx() context.Context { return context.Background() }
 
+// callerCtx carries the request's sender: what it creates is its own.
+func callerCtx(h *fuse.InHeader) context.Context {
+	return vfs.WithCaller(context.Background(), vfs.Caller{UID: h.Uid, GID: h.Gid})
+}
+
 func status(err error) fuse.Status { return fuse.Status(vfs.Errno(err)) }
 
 func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
@@ -205,7 +210,7 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Attr
 
 // Mkdir answers MKDIR.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	a, err := fs.v.Mkdir(ctx(), in.NodeId, name, in.Mode&0o7777)
+	a, err := fs.v.Mkdir(callerCtx(&in.InHeader), in.NodeId, name, in.Mode&0o7777)
 	if err != nil {
 		return status(err)
 	}
@@ -249,7 +254,7 @@ func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fu
 
 // Symlink answers SYMLINK.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	a, err := fs.v.Symlink(ctx(), h.NodeId, name, target)
+	a, err := fs.v.Symlink(callerCtx(h), h.NodeId, name, target)
 	if err != nil {
 		return status(err)
 	}
@@ -259,7 +264,7 @@ func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name str
 
 // Mknod answers MKNOD (FIFOs, sockets, device nodes; regular files).
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	a, err := fs.v.Mknod(ctx(), in.NodeId, name, in.Mode, uint64(in.Rdev))
+	a, err := fs.v.Mknod(callerCtx(&in.InHeader), in.NodeId, name, in.Mode, uint64(in.Rdev))
 	if err != nil {
 		return status(err)
 	}
@@ -283,7 +288,7 @@ func (fs *FS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
 
 // Create answers CREATE.
 func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	a, fh, err := fs.v.Create(ctx(), in.NodeId, name, in.Mode&0o7777, int(in.Flags))
+	a, fh, err := fs.v.Create(callerCtx(&in.InHeader), in.NodeId, name, in.Mode&0o7777, int(in.Flags))
 	if err != nil {
 		return status(err)
 	}

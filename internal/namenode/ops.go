@@ -568,8 +568,16 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 	now := time.Now().UnixNano()
 	a := &wire.Attr{Type: q.Type, Mode: q.Mode & 07777, User: q.User, Group: q.Group, Nlink: 1, Mtime: now, Ctime: now}
 	if who != nil {
-		// Authenticated: the owner is who asks, not who the request claims.
+		// Authenticated: the owner is who asks, not who the request claims;
+		// a superuser may name another (the FUSE mount creating for the
+		// local user whose permissions the kernel checked).
 		a.User, a.Group = who.User, who.PrimaryGroup()
+		if who.Super() && q.Flags&wire.FlagOwner != 0 && q.User != "" {
+			a.User = q.User
+		}
+		if who.Super() && q.Flags&wire.FlagGroup != 0 && q.Group != "" {
+			a.Group = q.Group
+		}
 	}
 	if a.User == "" {
 		a.User = "root"

@@ -477,6 +477,39 @@ func inGroups(g uint32, gids []uint32) bool {
 	return false
 }
 
+// ---- owners of new names
+
+// Caller is the local user an operation is done for (a FUSE request's
+// sender). New files, directories and links belong to it when the mount's
+// credential is a superuser's, which the namenode requires for creating
+// for another owner; the kernel has already checked the caller's
+// permissions (default_permissions, always on with allow_other).
+type Caller struct{ UID, GID uint32 }
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller of an operation.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// ownedBy makes tx create for ctx's caller, if it carries one: the
+// caller's user, and as group the directory's if dir is setgid (POSIX),
+// else the caller's. It reports whether dir is setgid: new directories
+// inherit that.
+func (v *VFS) ownedBy(ctx context.Context, dir uint64, tx *client.Txn) (*client.Txn, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	if !ok {
+		return tx, false
+	}
+	group := v.ids.GroupName(c.GID)
+	sgid := false
+	if d, err := v.GetAttr(ctx, dir); err == nil && d.Mode&fs.ModeSetgid != 0 {
+		group, sgid = d.Group, true
+	}
+	return tx.CreateAs(v.ids.UserName(c.UID), group), sgid
+}
+
 // ---- namespace
 
 // Mkdir creates directory name in dir with permission bits mode.
@@ -486,14 +519,19 @@ func (v *VFS) Mkdir(ctx context.Context, dir uint64, name string, mode uint32) (
 	}
 	var a Attr
 	var err error
+	m := mode & 0o7777
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = tx.MkdirAt(ctx, dir, name, client.UnixMode(mode&0o7777))
+		tx, sgid := v.ownedBy(ctx, dir, tx)
+		if sgid {
+			m |= syscall.S_ISGID // inherited from a setgid parent
+		}
+		a, err = tx.MkdirAt(ctx, dir, name, client.UnixMode(m))
 		return err
 	})
 	if err != nil {
 		return Attr{}, err
 	}
-	if mode&0o7777 == 0 { // MkdirAt takes 0 for the default 0755
+	if m == 0 { // MkdirAt takes 0 for the default 0755
 		if a, err = v.setMode(ctx, a.Ino, 0); err != nil {
 			return Attr{}, err
 		}
@@ -528,6 +566,7 @@ func (v *VFS) Symlink(ctx context.Context, dir uint64, name, target string) (Att
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
+		tx, _ = v.ownedBy(ctx, dir, tx)
 		a, err = tx.SymlinkAt(ctx, target, dir, name)
 		return err
 	})
@@ -566,6 +605,7 @@ func (v *VFS) Mknod(ctx context.Context, dir uint64, name string, mode uint32, r
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
+		tx, _ = v.ownedBy(ctx, dir, tx)
 		a, err = tx.MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
 		return err
 	})

@@ -53,8 +53,8 @@ const (
 	FlagNoFollow = 1 << iota // Lookup/Stat: do not follow a final symlink
 	FlagDir                  // Unlink: remove a directory
 	FlagMode                 // SetAttr: set Mode
-	FlagOwner                // SetAttr: set User
-	FlagGroup                // SetAttr: set Group
+	FlagOwner                // SetAttr: set User; Create: owner User (superusers only)
+	FlagGroup                // SetAttr: set Group; Create: group Group (superusers only)
 	FlagMtime                // SetAttr: set Mtime
 	FlagSize                 // SetAttr: set Size (truncate or extend)
 	FlagRep                  // SetAttr: set replication
