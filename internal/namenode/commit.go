@@ -83,15 +83,22 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 		if p := n.inodes[k.Parent]; p != nil {
 			if old := n.inodes[p.entries[k.Name]]; old != nil {
 				old.linkFrom(k.Parent, -1)
+				if old.attr.Type == wire.TypeDir {
+					p.subdirs--
+				}
 			}
 			delete(p.entries, k.Name)
 			p.sorted = nil
 		}
 	}
 	for _, e := range c.PutEntries {
-		if p := n.inodes[e.Parent]; p != nil {
+		p := n.inodes[e.Parent]
+		if p != nil {
 			if old := n.inodes[p.entries[e.Name]]; old != nil {
 				old.linkFrom(e.Parent, -1)
+				if old.attr.Type == wire.TypeDir {
+					p.subdirs--
+				}
 			} else {
 				p.sorted = nil
 			}
@@ -99,6 +106,26 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 		}
 		if in := n.inodes[e.Ino]; in != nil {
 			in.linkFrom(e.Parent, 1)
+			if p != nil && in.attr.Type == wire.TypeDir {
+				p.subdirs++
+			}
+		}
+	}
+	// Directories' link counts follow their subdirectories (also over a
+	// private copy of the attributes this commit wrote back).
+	for _, a := range c.PutInodes {
+		if in := n.inodes[a.Ino]; in != nil {
+			in.dirNlink()
+		}
+	}
+	for _, k := range c.DelEntries {
+		if p := n.inodes[k.Parent]; p != nil {
+			p.dirNlink()
+		}
+	}
+	for _, e := range c.PutEntries {
+		if p := n.inodes[e.Parent]; p != nil {
+			p.dirNlink()
 		}
 	}
 	for ino, xs := range c.Blocks {

@@ -88,6 +88,7 @@ type inode struct {
 	sorted  []string          // directories: names of entries in order, rebuilt after changes (nil)
 	parent  uint64            // directories: containing directory
 	links   map[uint64]uint32 // other inodes: directories naming it → number of names
+	subdirs int               // directories: committed entries that are directories
 	users   int               // open transactions that touched this inode
 	orphan  bool              // unlinked while in use; delete when users drops to 0
 }
@@ -245,7 +246,13 @@ func New(cfg Config) (*Namenode, error) {
 		p.entries[e.Name] = e.Ino
 		if c := n.inodes[e.Ino]; c != nil {
 			c.linkFrom(e.Parent, 1)
+			if c.attr.Type == wire.TypeDir {
+				p.subdirs++
+			}
 		}
+	}
+	for _, in := range n.inodes {
+		in.dirNlink()
 	}
 	n.inodes[rootIno].parent = rootIno
 	for _, d := range snap.Datanodes {
@@ -297,6 +304,17 @@ const reserveConns = 64
 
 // linkFrom records d more (or fewer) names of the inode in directory
 // parent: a directory's parent, the directories holding a file's names.
+// dirNlink sets a directory's link count from its subdirectories (each
+// names it with ".."), as POSIX has it: 2 + subdirectories. It is derived
+// state, kept in memory from the committed entries (a mkdir takes only a
+// shared lock on its parent, so the parent's stored attributes do not
+// follow); a removed directory keeps 0.
+func (in *inode) dirNlink() {
+	if in.attr.Type == wire.TypeDir && in.attr.Nlink != 0 {
+		in.attr.Nlink = uint32(2 + in.subdirs)
+	}
+}
+
 func (in *inode) linkFrom(parent uint64, d int) {
 	if in.attr.Type == wire.TypeDir {
 		if d > 0 {
