@@ -256,9 +256,9 @@ func staleError(block, stored, ticket uint64) error {
 	return fmt.Errorf("%w: block %d holds generation %#x, the ticket %#x", auth.ErrTicketStale, block, stored, ticket)
 }
 
-// OpenBlockStore opens the volume in dir. A damaged volume (config
-// unreadable, data or crc file missing or shorter than the config says) is
-// refused with an error naming the file.
+// OpenBlockStore opens the volume in dir (converting one of the old
+// layout). A damaged volume (config unreadable, data file missing or
+// shorter than the config says) is refused with an error naming the file.
 func OpenBlockStore(dir string) (*BlockStore, error) {
 	cfgPath := filepath.Join(dir, "config")
 	b, err := os.ReadFile(cfgPath)
@@ -272,7 +272,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%s/config is corrupt (truncated or overwritten?): %v", dir, err)
 	case s.Config.Identity == "" || s.Config.Blocksize == 0 || s.Config.Blocksize&(s.Config.Blocksize-1) != 0 ||
-		s.Config.Blocks == 0 || s.Config.Blocks > math.MaxInt64/uint64(s.Config.Blocksize):
+		s.Config.Blocks == 0 || s.Config.Blocks > math.MaxInt64/(uint64(s.Config.Blocksize)+metaEntry):
 		return nil, fmt.Errorf("%s/config is corrupt: identity %q, %d blocks of %d bytes", dir, s.Config.Identity, s.Config.Blocks, s.Config.Blocksize)
 	}
 	dataPath := filepath.Join(dir, "data")
