@@ -75,6 +75,14 @@ func TestMountCreatesForTheCaller(t *testing.T) {
 	if fi.User != "nobody" {
 		t.Errorf("/shared/f in PlasmaFS belongs to %q, want nobody", fi.User)
 	}
+	// The namenode gives the setgid directory's group to what the API
+	// creates there too.
+	created, err := tx.CreateFile(ctx, "/shared/sg/api", client.CreateOptions{})
+	mustOK(t, "create /shared/sg/api", err)
+	created.Close()
+	if fi, err := tx.Lstat(ctx, "/shared/sg/api"); err != nil || fi.Group != "4242" {
+		t.Errorf("file created through the API in a setgid directory of group 4242: group %q, %v", fi.Group, err)
+	}
 	// The kernel still checks the caller's permissions.
 	if out, err := asNobody("touch private/x"); err == nil {
 		t.Errorf("nobody created a file in a 0755 directory of root: %s", out)

@@ -622,6 +622,14 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 	default:
 		return nil, fail(wire.ErrCodeInvalid, "%s: bad file type %d", q.Path, q.Type)
 	}
+	// POSIX: in a setgid directory what is created takes the directory's
+	// group, and new directories are setgid too.
+	if pa := n.attr(tx, parent); pa != nil && pa.Mode&02000 != 0 {
+		a.Group = pa.Group
+		if a.Type == wire.TypeDir {
+			a.Mode |= 02000
+		}
+	}
 	ino, err := n.newIno()
 	if err != nil {
 		return nil, err

@@ -297,8 +297,7 @@ func (v *VFS) Create(ctx context.Context, dir uint64, name string, mode uint32, 
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		tx, _ = v.ownedBy(ctx, dir, tx)
-		a, err = tx.CreateAt(ctx, dir, name, client.CreateOptions{Mode: client.UnixMode(mode & 0o7777), Rep: v.opt.Rep})
+		a, err = v.ownedBy(ctx, tx).CreateAt(ctx, dir, name, client.CreateOptions{Mode: client.UnixMode(mode & 0o7777), Rep: v.opt.Rep})
 		return err
 	})
 	if errors.Is(err, client.ErrExists) && flags&os.O_EXCL == 0 {

@@ -494,20 +494,14 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 }
 
 // ownedBy makes tx create for ctx's caller, if it carries one: the
-// caller's user, and as group the directory's if dir is setgid (POSIX),
-// else the caller's. It reports whether dir is setgid: new directories
-// inherit that.
-func (v *VFS) ownedBy(ctx context.Context, dir uint64, tx *client.Txn) (*client.Txn, bool) {
+// caller's user and group (the namenode gives what is created in a setgid
+// directory that directory's group).
+func (v *VFS) ownedBy(ctx context.Context, tx *client.Txn) *client.Txn {
 	c, ok := ctx.Value(callerKey{}).(Caller)
 	if !ok {
-		return tx, false
+		return tx
 	}
-	group := v.ids.GroupName(c.GID)
-	sgid := false
-	if d, err := v.GetAttr(ctx, dir); err == nil && d.Mode&fs.ModeSetgid != 0 {
-		group, sgid = d.Group, true
-	}
-	return tx.CreateAs(v.ids.UserName(c.UID), group), sgid
+	return tx.CreateAs(v.ids.UserName(c.UID), v.ids.GroupName(c.GID))
 }
 
 // ---- namespace
@@ -521,18 +515,14 @@ func (v *VFS) Mkdir(ctx context.Context, dir uint64, name string, mode uint32) (
 	var err error
 	m := mode & 0o7777
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		tx, sgid := v.ownedBy(ctx, dir, tx)
-		if sgid {
-			m |= syscall.S_ISGID // inherited from a setgid parent
-		}
-		a, err = tx.MkdirAt(ctx, dir, name, client.UnixMode(m))
+		a, err = v.ownedBy(ctx, tx).MkdirAt(ctx, dir, name, client.UnixMode(m))
 		return err
 	})
 	if err != nil {
 		return Attr{}, err
 	}
-	if m == 0 { // MkdirAt takes 0 for the default 0755
-		if a, err = v.setMode(ctx, a.Ino, 0); err != nil {
+	if m == 0 { // MkdirAt takes 0 for the default 0755; setgid stays (inherited)
+		if a, err = v.setMode(ctx, a.Ino, UnixMode(a)&syscall.S_ISGID); err != nil {
 			return Attr{}, err
 		}
 	}
@@ -566,8 +556,7 @@ func (v *VFS) Symlink(ctx context.Context, dir uint64, name, target string) (Att
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		tx, _ = v.ownedBy(ctx, dir, tx)
-		a, err = tx.SymlinkAt(ctx, target, dir, name)
+		a, err = v.ownedBy(ctx, tx).SymlinkAt(ctx, target, dir, name)
 		return err
 	})
 	if err != nil {
@@ -605,8 +594,7 @@ func (v *VFS) Mknod(ctx context.Context, dir uint64, name string, mode uint32, r
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		tx, _ = v.ownedBy(ctx, dir, tx)
-		a, err = tx.MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
+		a, err = v.ownedBy(ctx, tx).MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
 		return err
 	})
 	if err != nil {
