@@ -245,7 +245,7 @@ func (db *DB) openSnapshotOnce(ctx context.Context) (*Snapshot, error) {
 		}
 		db.bs = int64(fi.Blocksize)
 	}
-	s := &Snapshot{db: db, src: f, file: f.Ino(), size: f.Size(), bs: db.bs, end: end}
+	s := &Snapshot{db: db, src: f, file: f.Ino(), size: f.Size(), bs: db.bs, end: end, verifiedBlocks: true}
 	if err := s.loadTrailer(); err != nil {
 		end()
 		return nil, fmt.Errorf("%s: %w", p, err)

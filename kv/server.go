@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,6 +56,14 @@ type Server struct {
 	once   sync.Once
 
 	recoverMu sync.Mutex
+
+	// Serve's connections (fastserve.go).
+	fastMu       sync.Mutex
+	hs           *http.Server // takes the connections the fast path hands over
+	hl           *handoffListener
+	ln           net.Listener
+	fastConns    map[*fastConn]struct{}
+	shuttingDown atomic.Bool
 }
 
 type writeReq struct {
@@ -208,17 +217,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, snap *Snapshot, k
 	case !v.ext:
 		w.Write(v.inline)
 	case v.n <= snap.cachedValueMax():
-		// From the cached blocks, checked before the first byte is sent.
+		// From the cached blocks, verified (see checkCached) before the
+		// first byte is sent.
 		parts, err := snap.slices(v.off, v.n)
 		if err != nil {
 			return err
 		}
-		crc := uint32(0)
-		for _, p := range parts {
-			crc = crc32.Update(crc, castagnoli, p)
-		}
-		if crc != v.crc {
-			return corruptf("value at %d: checksum mismatch", v.off)
+		if err := snap.checkCached(parts, v); err != nil {
+			return err
 		}
 		for _, p := range parts {
 			if _, err := w.Write(p); err != nil {

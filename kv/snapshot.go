@@ -25,7 +25,10 @@ type Snapshot struct {
 	tr   trailer
 	refs atomic.Int64
 	end  func() // ends the transaction (nil for local files)
-	once sync.Once
+	// verifiedBlocks: src checks every block it reads against its
+	// checksum (a PlasmaFS file), so cached blocks hold verified bytes.
+	verifiedBlocks bool
+	once           sync.Once
 }
 
 type blockKey struct{ file, idx, gen uint64 }

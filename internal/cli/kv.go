@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -390,21 +389,20 @@ func cmdKVServe(ctx context.Context, args []string) error {
 		}
 		srv := kv.NewServer(db, kv.ServerOptions{RefreshInterval: *refresh, Writable: *writable, BatchDelay: *batch})
 		defer srv.Close()
-		hs := &http.Server{Handler: srv, ReadHeaderTimeout: time.Minute, IdleTimeout: 10 * time.Minute}
 		st := db.Stats()
 		fmt.Fprintf(stdout, "listening on http://%s (%s: version %d, %d keys)\n", ln.Addr(), f.db, st.Version, st.Keys)
 		if fl, ok := stdout.(interface{ Sync() error }); ok {
 			fl.Sync()
 		}
 		errc := make(chan error, 1)
-		go func() { errc <- hs.Serve(ln) }()
+		go func() { errc <- srv.Serve(ln) }()
 		select {
 		case err := <-errc:
 			return err
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			hs.Shutdown(sctx)
+			srv.Shutdown(sctx)
 			return nil
 		}
 	})
