@@ -711,6 +711,60 @@ func (f *File) waitFlush() error {
 // writeBatch writes blocks (of a file of the given size) and attaches them
 // to the file in the transaction.
 func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, size int64) error {
+	written, err := f.writeBlocks(ctx, batch, size)
+	if err != nil {
+		return err
+	}
+	if _, err := f.tx.call(ctx, f.attachReq(written, size)); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	return nil
+}
+
+// attachReq is the request that attaches written blocks to the file and
+// sets its size.
+func (f *File) attachReq(written []wire.Extent, size int64) *wire.Request {
+	return &wire.Request{Op: wire.OpSetBlocks, Ino: f.ino, Extents: written, Flags: wire.FlagSize, Size: size}
+}
+
+// flushData writes the file's buffered blocks to the datanodes for a
+// commit and returns the request that attaches them (nil if there is
+// nothing to attach), so that the commit can send it together with the
+// commit itself, after the datanodes' sync.
+func (f *File) flushData(ctx context.Context) (*wire.Request, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, nil
+	}
+	if err := f.waitFlush(); err != nil {
+		return nil, err
+	}
+	if len(f.dirty) == 0 {
+		if f.resize {
+			f.resize = false
+			return nil, f.tx.setSize(ctx, f.ino, f.size)
+		}
+		return nil, nil
+	}
+	batch, size := f.dirty, f.size
+	f.dirty = map[uint64][]byte{}
+	f.resize = false
+	written, err := f.writeBlocks(ctx, batch, size)
+	for _, b := range batch {
+		putBlockBuf(b)
+	}
+	f.loaded = false
+	if err != nil {
+		f.failed = err
+		return nil, err
+	}
+	return f.attachReq(written, size), nil
+}
+
+// writeBlocks writes blocks (of a file of the given size) to the
+// datanodes and returns their extents, not yet attached to the file.
+func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, size int64) ([]wire.Extent, error) {
 	idxs := make([]uint64, 0, len(batch))
 	for i := range batch {
 		idxs = append(idxs, i)
@@ -724,15 +778,12 @@ func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, size int
 		}
 		xs, err := f.writeRange(ctx, batch, size, idxs[i], idxs[i:j])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		written = append(written, xs...)
 		i = j
 	}
-	if _, err := f.tx.call(ctx, &wire.Request{Op: wire.OpSetBlocks, Ino: f.ino, Extents: written, Flags: wire.FlagSize, Size: size}); err != nil {
-		return fmt.Errorf("%s: %w", f.path, err)
-	}
-	return nil
+	return written, nil
 }
 
 // writeRange allocates and writes the contiguous dirty blocks idxs. A

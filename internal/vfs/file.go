@@ -123,10 +123,9 @@ func (st *fileState) commit(ctx context.Context, durable bool) error {
 	tx, f := st.tx, st.f
 	st.tx, st.f, st.dirty = nil, nil, false
 	defer st.v.invalidate(st.ino)
-	if err := f.Close(); err != nil {
-		tx.Abort(context.Background())
-		return err
-	}
+	// The commit writes what the file buffers and attaches it with the
+	// commit itself (one round trip); the file is closed after.
+	defer f.Close()
 	if durable || st.v.opt.Sync {
 		return tx.Commit(ctx)
 	}
