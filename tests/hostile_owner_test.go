@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
@@ -223,4 +227,65 @@ func TestHostileDirNlinkUnderConcurrency(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	check(cl, "after a namenode restart")
+}
+
+// TestHostileMountCallerCannotTakeOver: through an allow_other mount (a
+// superuser's credential), a local user without a name (uid 12345) owns
+// what she creates, by number, in the mount and in PlasmaFS, and can read
+// her own 0600 file; she cannot give it to root; a setgid file she asks
+// for in a setgid directory of a group she is not in is not setgid; the
+// directories' link counts follow her mkdir, rename and rmdir.
+func TestHostileMountCallerCannotTakeOver(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	m := startMount(t, c, "allow_other")
+	tmp := filepath.Clean(os.TempDir())
+	for d := filepath.Dir(m.Dir); strings.HasPrefix(d, tmp+"/"); d = filepath.Dir(d) {
+		mustOK(t, "chmod "+d, os.Chmod(d, 0o755))
+	}
+	for _, d := range []string{"pub", "pub/sg", "pub/a", "pub/b"} {
+		mustOK(t, "mkdir "+d, os.Mkdir(m.Path(d), 0o777))
+		mustOK(t, "chmod "+d, os.Chmod(m.Path(d), 0o777))
+	}
+	mustOK(t, "chown sg", os.Chown(m.Path("pub/sg"), 0, 4242))
+	mustOK(t, "chmod sg", os.Chmod(m.Path("pub/sg"), 0o777|fs.ModeSetgid))
+	as := func(script string) (string, error) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = m.Dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 12345, Gid: 23456}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := as("umask 077 && echo mine > pub/mine && cat pub/mine && install -m 2755 /dev/null pub/sg/tool && mkdir pub/a/x pub/a/y pub/a/z && mv pub/a/x pub/b/x && rmdir pub/a/y")
+	if err != nil || out != "mine\n" {
+		t.Fatalf("as uid 12345: %v: %q", err, out)
+	}
+	if out, err := as("chown 0 pub/mine"); err == nil {
+		t.Errorf("uid 12345 gave her file to root through the mount: %s", out)
+	}
+	stat := func(name string) *syscall.Stat_t {
+		t.Helper()
+		fi, err := os.Lstat(m.Path(name))
+		mustOK(t, "lstat "+name, err)
+		return fi.Sys().(*syscall.Stat_t)
+	}
+	if st := stat("pub/mine"); st.Uid != 12345 || st.Gid != 23456 || st.Mode&0o7777 != 0o600 {
+		t.Errorf("pub/mine: %d:%d mode %o, want 12345:23456 0600", st.Uid, st.Gid, st.Mode&0o7777)
+	}
+	if st := stat("pub/sg/tool"); st.Uid != 12345 || st.Gid != 4242 || st.Mode&0o2000 != 0 {
+		t.Errorf("pub/sg/tool made setgid by a non-member: %d:%d mode %o, want 12345:4242 without setgid", st.Uid, st.Gid, st.Mode&0o7777)
+	}
+	for name, n := range map[string]uint64{"pub/a": 3, "pub/b": 3, "pub": 5} {
+		if st := stat(name); st.Nlink != n {
+			t.Errorf("%s: link count %d through the mount, want %d", name, st.Nlink, n)
+		}
+	}
+	ctx := context.Background()
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	tx, err := cl.Begin(ctx)
+	mustOK(t, "begin", err)
+	defer tx.Abort(ctx)
+	if fi, err := tx.Lstat(ctx, "/pub/mine"); err != nil || fi.User != "12345" || fi.Group != "23456" {
+		t.Errorf("/pub/mine in PlasmaFS: %s:%s %v, want 12345:23456", fi.User, fi.Group, err)
+	}
 }
