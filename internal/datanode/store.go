@@ -317,7 +317,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 			e := chunk[j*metaEntry:]
 			gen := binary.LittleEndian.Uint64(e[8:])
 			t := binary.LittleEndian.Uint32(e[4:])
-			if t >= s.Config.Blocksize || t%pageSize != 0 {
+			if t > s.Config.Blocksize || t%pageSize != 0 {
 				t = 0 // damaged entry: read the whole block (the checksum decides)
 			}
 			s.crcs[i+j] = binary.LittleEndian.Uint32(e) ^ genMix(gen)

@@ -630,6 +630,7 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 			a.Mode |= 02000
 		}
 	}
+	clearForeignSetgid(who, a)
 	ino, err := n.newIno()
 	if err != nil {
 		return nil, err
@@ -714,6 +715,20 @@ func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
 	tx.blocks[ino] = out
 }
 
+// clearForeignSetgid drops the setgid bit of a file (not a directory)
+// whose group the caller, not a superuser, is no member of, as Linux does
+// at creat and chmod: otherwise anyone could make programs that run with a
+// group they do not have (e.g. in a setgid directory of that group).
+func clearForeignSetgid(who *auth.Identity, a *wire.Attr) {
+	if who == nil || who.Super() || a.Type == wire.TypeDir || a.Mode&02000 == 0 {
+		return
+	}
+	// A user without groups has a group of their own name.
+	if !who.InGroup(a.Group) && !(len(who.Groups) == 0 && a.Group == who.User) {
+		a.Mode &^= 02000
+	}
+}
+
 func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	// Permissions are checked on the current attributes before the lock is
 	// taken: a refused request must not leave the inode locked.
@@ -763,6 +778,9 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	}
 	if q.Flags&wire.FlagGroup != 0 {
 		a.Group = q.Group
+	}
+	if q.Flags&wire.FlagMode != 0 {
+		clearForeignSetgid(who, a)
 	}
 	if q.Flags&wire.FlagRep != 0 {
 		rep, err := n.checkRep(q.Rep)
