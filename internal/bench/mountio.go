@@ -141,22 +141,7 @@ func MountSeq(ctx context.Context, c *client.Client, o MountSeqOptions) (*Report
 	defer os.Remove(src)
 	native := filepath.ToSlash(filepath.Join(o.Path, "plasma-bench-mount-put"))
 	viaMount := filepath.Join(o.Target, "plasma-bench-mount-cp")
-	type series struct{ ours, ref, ratio []float64 }
-	res := map[string]*series{"write": {}, "read": {}}
-	pair := func(key string, ref, ours func() error) error {
-		dr, err := timeIt(ref)
-		if err != nil {
-			return fmt.Errorf("%s reference: %w", key, err)
-		}
-		do, err := timeIt(ours)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		s := res[key]
-		r, m := mbps(o.Size, dr), mbps(o.Size, do)
-		s.ref, s.ours, s.ratio = append(s.ref, r), append(s.ours, m), append(s.ratio, m/r)
-		return nil
-	}
+	pairs := newPairedRates(o.Size)
 	put := func() error {
 		f, err := os.Open(src)
 		if err != nil {
@@ -201,10 +186,10 @@ func MountSeq(ctx context.Context, c *client.Client, o MountSeqOptions) (*Report
 	for run := 0; run < o.Runs; run++ {
 		removeIfExists(ctx, c, native)
 		os.Remove(viaMount)
-		if err := pair("write", put, write); err != nil {
+		if err := pairs.run("write", put, write); err != nil {
 			return nil, err
 		}
-		if err := pair("read", get, read); err != nil {
+		if err := pairs.run("read", get, read); err != nil {
 			return nil, err
 		}
 	}
@@ -218,10 +203,7 @@ func MountSeq(ctx context.Context, c *client.Client, o MountSeqOptions) (*Report
 		{"write", "write through the FUSE mount (1 MiB writes, fsync)", "plasma put"},
 		{"read", "read through the FUSE mount (1 MiB reads)", "plasma get"},
 	} {
-		s := res[k.key]
-		rep.add(Result{Name: k.name, Unit: "MB/s", Ours: median(s.ours), RefName: k.ref, Ref: median(s.ref),
-			Note: "ratio: median of per-pair ratios (goal ≥ 0.80)"})
-		rep.Results[len(rep.Results)-1].Ratio = median(s.ratio)
+		pairs.add(rep, k.key, Result{Name: k.name, RefName: k.ref, Note: "ratio: median of per-pair ratios (goal ≥ 0.80)"})
 	}
 	return rep, nil
 }

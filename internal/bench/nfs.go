@@ -64,22 +64,7 @@ func NFS(ctx context.Context, c *client.Client, o NFSOptions) (*Report, error) {
 		}
 		return nil
 	}
-	type series struct{ ours, ref, ratio []float64 }
-	res := map[string]*series{"write": {}, "read": {}}
-	pair := func(key string, ref, ours func() error) error {
-		dr, err := timeIt(ref)
-		if err != nil {
-			return fmt.Errorf("%s reference: %w", key, err)
-		}
-		do, err := timeIt(ours)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		s := res[key]
-		r, m := mbps(o.Size, dr), mbps(o.Size, do)
-		s.ref, s.ours, s.ratio = append(s.ref, r), append(s.ours, m), append(s.ratio, m/r)
-		return nil
-	}
+	pairs := newPairedRates(o.Size)
 	const native, viaNFS = "/plasma-bench-nfs-put", "/plasma-bench-nfs-cp"
 	for run := 0; run < o.Runs; run++ {
 		removeIfExists(ctx, c, native)
@@ -102,10 +87,10 @@ func NFS(ctx context.Context, c *client.Client, o NFSOptions) (*Report, error) {
 			defer lf.Close()
 			return getTo(ctx, c, native, lf)
 		}
-		if err := pair("write", put, func() error { return nfsCp(src, url("/"+viaNFS)) }); err != nil {
+		if err := pairs.run("write", put, func() error { return nfsCp(src, url("/"+viaNFS)) }); err != nil {
 			return nil, err
 		}
-		if err := pair("read", get, func() error { return nfsCp(url("/"+viaNFS), dst) }); err != nil {
+		if err := pairs.run("read", get, func() error { return nfsCp(url("/"+viaNFS), dst) }); err != nil {
 			return nil, err
 		}
 	}
@@ -115,10 +100,7 @@ func NFS(ctx context.Context, c *client.Client, o NFSOptions) (*Report, error) {
 		{"write", "nfs-cp into the bridge", "plasma put"},
 		{"read", "nfs-cp out of the bridge", "plasma get"},
 	} {
-		s := res[k.key]
-		rep.add(Result{Name: k.name, Unit: "MB/s", Ours: median(s.ours), RefName: k.ref, Ref: median(s.ref),
-			Note: "ratio: median of per-pair ratios (goal ≥ 0.60)"})
-		rep.Results[len(rep.Results)-1].Ratio = median(s.ratio)
+		pairs.add(rep, k.key, Result{Name: k.name, RefName: k.ref, Note: "ratio: median of per-pair ratios (goal ≥ 0.60)"})
 	}
 	return rep, nil
 }

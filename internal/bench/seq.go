@@ -32,29 +32,7 @@ func Seq(ctx context.Context, c *client.Client, o SeqOptions) (*Report, error) {
 	defer os.Remove(src)
 	copyPath := filepath.Join(o.LocalDir, "plasma-bench-copy")
 	defer os.Remove(copyPath)
-	// Each measurement of ours runs right after its reference, so slow
-	// drifts of the disk (burst credits, writeback of earlier runs) hit
-	// both alike; ratios are taken per pair and the median reported.
-	type series struct{ ours, ref, ratio []float64 }
-	res := map[string]*series{}
-	pair := func(key string, ref, ours func() error) error {
-		dr, err := timeIt(ref)
-		if err != nil {
-			return err
-		}
-		do, err := timeIt(ours)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		s := res[key]
-		if s == nil {
-			s = &series{}
-			res[key] = s
-		}
-		r, m := mbps(o.Size, dr), mbps(o.Size, do)
-		s.ref, s.ours, s.ratio = append(s.ref, r), append(s.ours, m), append(s.ratio, m/r)
-		return nil
-	}
+	pairs := newPairedRates(o.Size)
 	localWrite := func() error { return localCopy(src, copyPath, true) }
 	localCp := func() error { return localCopy(src, copyPath, false) }
 	localRead := func() error { return readAll(copyPath) }
@@ -80,13 +58,13 @@ func Seq(ctx context.Context, c *client.Client, o SeqOptions) (*Report, error) {
 				return getTo(ctx, c, name, lf)
 			}
 			cat := func() error { return getTo(ctx, c, name, io.Discard) }
-			if err := pair(fmt.Sprintf("put rep %d", r), localWrite, put); err != nil {
+			if err := pairs.run(fmt.Sprintf("put rep %d", r), localWrite, put); err != nil {
 				return nil, err
 			}
-			if err := pair(fmt.Sprintf("get rep %d", r), localCp, get); err != nil {
+			if err := pairs.run(fmt.Sprintf("get rep %d", r), localCp, get); err != nil {
 				return nil, err
 			}
-			if err := pair(fmt.Sprintf("cat rep %d", r), localRead, cat); err != nil {
+			if err := pairs.run(fmt.Sprintf("cat rep %d", r), localRead, cat); err != nil {
 				return nil, err
 			}
 		}
@@ -95,11 +73,9 @@ func Seq(ctx context.Context, c *client.Client, o SeqOptions) (*Report, error) {
 	refNames := [3]string{"local write+fsync", "local copy", "local read"}
 	for _, r := range o.Reps {
 		for i, what := range []string{"put", "get", "cat"} {
-			s := res[fmt.Sprintf("%s rep %d", what, r)]
-			rep.add(Result{Name: fmt.Sprintf("%s rep %d", what, r), Unit: "MB/s", Ours: median(s.ours), RefName: refNames[i], Ref: median(s.ref), Seed: seeds[r][i],
-				Note: fmt.Sprintf("ratio is the median of per-pair ratios; medians alone give %.2f", median(s.ours)/median(s.ref))})
-			// Pairs cancel the disk's drift; their median is the ratio.
-			rep.Results[len(rep.Results)-1].Ratio = median(s.ratio)
+			key := fmt.Sprintf("%s rep %d", what, r)
+			pairs.add(rep, key, Result{Name: key, RefName: refNames[i], Seed: seeds[r][i],
+				Note: fmt.Sprintf("ratio is the median of per-pair ratios; medians alone give %.2f", pairs.mediansRatio(key))})
 		}
 	}
 	for _, r := range o.Reps {
