@@ -49,6 +49,20 @@ func TestVolumeInitSurvivesCut(t *testing.T) {
 	}
 }
 
+// newCutVolume makes a volume of 16 blocks of bs bytes on m and opens it.
+func newCutVolume(t *testing.T, m *testFS, bs uint32) (string, *datanode.BlockStore) {
+	t.Helper()
+	vol := m.path("vol")
+	if _, err := datanode.InitWith(vol, "test", bs, 16*int64(bs), datanode.PreallocFallocate); err != nil {
+		t.Fatal(err)
+	}
+	st, err := datanode.OpenBlockStore(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vol, st
+}
+
 // TestGenerationsSurviveCut: block generations made durable by Sync
 // survive a power cut; a block a new owner wrote (a newer generation)
 // without Sync comes back whole as it was, data, checksum and generation
@@ -57,14 +71,8 @@ func TestVolumeInitSurvivesCut(t *testing.T) {
 func TestGenerationsSurviveCut(t *testing.T) {
 	m := mount(t)
 	const bs = 64 << 10
-	vol := m.path("vol")
-	if _, err := datanode.InitWith(vol, "test", bs, 16*bs, datanode.PreallocFallocate); err != nil {
-		t.Fatal(err)
-	}
-	st, err := datanode.OpenBlockStore(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vol, st := newCutVolume(t, m, bs)
+	var err error
 	block := func(c byte) []byte { return bytes.Repeat([]byte{c}, bs) }
 	write := func(b uint64, c byte, gen uint64) {
 		t.Helper()
@@ -104,14 +112,8 @@ func TestGenerationsSurviveCut(t *testing.T) {
 func TestShortBlocksSurviveCut(t *testing.T) {
 	m := mount(t)
 	const bs = 64 << 10
-	vol := m.path("vol")
-	if _, err := datanode.InitWith(vol, "test", bs, 16*bs, datanode.PreallocFallocate); err != nil {
-		t.Fatal(err)
-	}
-	st, err := datanode.OpenBlockStore(vol)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vol, st := newCutVolume(t, m, bs)
+	var err error
 	full := bytes.Repeat([]byte{'x'}, bs)
 	if err := st.Write(2, full, datanode.Checksum(full, bs), 10); err != nil {
 		t.Fatal(err)
