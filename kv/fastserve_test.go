@@ -123,6 +123,8 @@ func TestServeRawConnection(t *testing.T) {
 			if string(rest) != "alpha" {
 				t.Fatalf("%q: body %q", tc.req, rest)
 			}
+			// (The deadline only keeps a broken server from hanging the test.)
+			c.SetReadDeadline(time.Now().Add(time.Minute))
 			if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
 				t.Fatalf("%q: connection still open (%d, %v)", tc.req, n, err)
 			}
