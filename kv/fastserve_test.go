@@ -62,6 +62,7 @@ func TestServeRawConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute)) // a broken server fails the test, not hangs it
 	br := bufio.NewReader(c)
 	read := func(method, want string, status int) {
 		t.Helper()
