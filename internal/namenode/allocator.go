@@ -166,8 +166,9 @@ func substitute(set, live []*dnode, full *dnode) *dnode {
 }
 
 // allocate allocates blocks index..index+count-1 of a file with rep replicas
-// for tx, which holds them until it ends. Called with n.mu held.
-func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string) ([]wire.Extent, error) {
+// and generation gen for tx, which holds them until it ends. On error
+// nothing is taken. Called with n.mu held.
+func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64) ([]wire.Extent, error) {
 	a := newBlockAllocator(n.liveNodes(), n.blockList(tx, ino))
 	xs, runs, err := a.place(ino, index, count, rep, pref)
 	if err != nil {
@@ -177,7 +178,11 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 		tx.allocated = map[uint32][]run{}
 	}
 	for _, r := range runs {
+		r.gen = gen
 		tx.allocated[r.node] = append(tx.allocated[r.node], r)
+	}
+	for i := range xs {
+		xs[i].Gen = gen
 	}
 	return xs, nil
 }

@@ -1041,33 +1041,12 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
 		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for user %q: it holds %d blocks in uncommitted transactions and %d more would pass its limit of %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.txns.held(tx.user), want, lim)
 	}
-	// A failed allocation gives back what it took before failing.
-	before := map[uint32]int{}
-	for node, runs := range tx.allocated {
-		before[node] = len(runs)
-	}
-	gen := newGen()
-	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref)
+	// On failure the allocator has given back whatever it took.
+	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, newGen())
 	if err != nil {
-		for node, runs := range tx.allocated {
-			if dn := n.nodes.get(node); dn != nil {
-				for _, r := range runs[before[node]:] {
-					dn.used.clear(r.start, r.count)
-				}
-			}
-			tx.allocated[node] = runs[:before[node]]
-		}
 		return nil, err
 	}
 	n.txns.charge(tx, want)
-	for i := range xs {
-		xs[i].Gen = gen
-	}
-	for node, runs := range tx.allocated {
-		for i := before[node]; i < len(runs); i++ {
-			runs[i].gen = gen
-		}
-	}
 	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
 }
 
