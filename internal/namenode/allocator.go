@@ -169,7 +169,7 @@ func substitute(set, live []*dnode, full *dnode) *dnode {
 // and generation gen for tx, which holds them until it ends. On error
 // nothing is taken. Called with n.mu held.
 func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64) ([]wire.Extent, error) {
-	a := newBlockAllocator(n.liveNodes(), n.blockList(tx, ino))
+	a := newBlockAllocator(n.liveNodes(), n.ns.blockList(tx, ino))
 	xs, runs, err := a.place(ino, index, count, rep, pref)
 	if err != nil {
 		return nil, err

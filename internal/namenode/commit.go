@@ -64,24 +64,24 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.epoch++
 	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq, runs: n.settleAllocations(tx, c)}
 	for _, a := range c.PutInodes {
-		in := n.inodes[a.Ino]
+		in := n.ns.inodes[a.Ino]
 		if in == nil {
 			in = &inode{}
 			if a.Type == wire.TypeDir {
 				in.entries = map[string]uint64{}
 			}
-			n.inodes[a.Ino] = in
+			n.ns.inodes[a.Ino] = in
 		}
 		in.attr = a
 	}
 	for ino, mt := range c.Touch {
-		if in := n.inodes[ino]; in != nil && in.attr.Mtime < mt {
+		if in := n.ns.inodes[ino]; in != nil && in.attr.Mtime < mt {
 			in.attr.Mtime, in.attr.Ctime = mt, max(in.attr.Ctime, mt)
 		}
 	}
 	for _, k := range c.DelEntries {
-		if p := n.inodes[k.Parent]; p != nil {
-			if old := n.inodes[p.entries[k.Name]]; old != nil {
+		if p := n.ns.inodes[k.Parent]; p != nil {
+			if old := n.ns.inodes[p.entries[k.Name]]; old != nil {
 				old.linkFrom(k.Parent, -1)
 				if old.attr.Type == wire.TypeDir {
 					p.subdirs--
@@ -92,9 +92,9 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 		}
 	}
 	for _, e := range c.PutEntries {
-		p := n.inodes[e.Parent]
+		p := n.ns.inodes[e.Parent]
 		if p != nil {
-			if old := n.inodes[p.entries[e.Name]]; old != nil {
+			if old := n.ns.inodes[p.entries[e.Name]]; old != nil {
 				old.linkFrom(e.Parent, -1)
 				if old.attr.Type == wire.TypeDir {
 					p.subdirs--
@@ -104,7 +104,7 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 			}
 			p.entries[e.Name] = e.Ino
 		}
-		if in := n.inodes[e.Ino]; in != nil {
+		if in := n.ns.inodes[e.Ino]; in != nil {
 			in.linkFrom(e.Parent, 1)
 			if p != nil && in.attr.Type == wire.TypeDir {
 				p.subdirs++
@@ -114,22 +114,22 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	// Directories' link counts follow their subdirectories (also over a
 	// private copy of the attributes this commit wrote back).
 	for _, a := range c.PutInodes {
-		if in := n.inodes[a.Ino]; in != nil {
+		if in := n.ns.inodes[a.Ino]; in != nil {
 			in.dirNlink()
 		}
 	}
 	for _, k := range c.DelEntries {
-		if p := n.inodes[k.Parent]; p != nil {
+		if p := n.ns.inodes[k.Parent]; p != nil {
 			p.dirNlink()
 		}
 	}
 	for _, e := range c.PutEntries {
-		if p := n.inodes[e.Parent]; p != nil {
+		if p := n.ns.inodes[e.Parent]; p != nil {
 			p.dirNlink()
 		}
 	}
 	for ino, xs := range c.Blocks {
-		if in := n.inodes[ino]; in != nil {
+		if in := n.ns.inodes[ino]; in != nil {
 			in.blocks = xs
 		}
 	}
@@ -137,7 +137,7 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	// transaction using them ends.
 	var dead []uint64
 	for _, a := range c.PutInodes {
-		in := n.inodes[a.Ino]
+		in := n.ns.inodes[a.Ino]
 		if a.Nlink != 0 || a.Ino == rootIno {
 			continue
 		}
@@ -151,7 +151,7 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 		}
 		dead = append(dead, a.Ino)
 		pf.runs = append(pf.runs, extentRuns(in.blocks)...)
-		delete(n.inodes, a.Ino)
+		delete(n.ns.inodes, a.Ino)
 		delete(tx.used, a.Ino)
 	}
 	if len(pf.runs) > 0 {

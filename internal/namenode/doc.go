@@ -11,14 +11,15 @@
 // durable. Blocks a commit frees are reused only when no transaction that
 // could still read them is open.
 //
-// Parts with their own types and unit tests: the lock manager (lockTable,
-// locks.go), the transaction manager (txnTable, txns.go), the block
-// allocator (blockAllocator, allocator.go, over the blockMap of alloc.go),
-// the datanode registry (nodeRegistry, nodes.go) and the blocks waiting to
-// be reusable (freeQueue, frees.go). None has a mutex of its own: all are
+// Parts with their own types and unit tests: the namespace table with
+// each transaction's uncommitted changes as an overlay (namespace,
+// namespace.go and paths.go), the lock manager (lockTable, locks.go), the
+// transaction manager (txnTable, txns.go), the block allocator
+// (blockAllocator, allocator.go, over the blockMap of alloc.go), the
+// datanode registry (nodeRegistry, nodes.go) and the blocks waiting to be
+// reusable (freeQueue, frees.go). None has a mutex of its own: all are
 // guarded by Namenode.mu, which every request holds while it reads or
-// changes them, so a request sees them consistent with each other and
-// with the namespace. The namespace table, the committer (commit.go),
-// fsck (fsck.go) and the RPC server (server.go, ops.go) are still methods
-// of Namenode.
+// changes them, so a request sees them consistent with each other. The
+// committer (commit.go), fsck (fsck.go) and the RPC server (server.go,
+// ops.go) are still methods of Namenode.
 package namenode

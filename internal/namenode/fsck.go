@@ -210,7 +210,7 @@ func (n *Namenode) fsckNote(c *meta.Change) {
 		}
 	}
 	named := func(parent uint64, name string) {
-		if p := n.inodes[parent]; p != nil {
+		if p := n.ns.inodes[parent]; p != nil {
 			if old, ok := p.entries[name]; ok {
 				touch(old)
 			}
@@ -266,7 +266,7 @@ func (s *fsckScan) rec(ino uint64) *fsckIno {
 func (n *Namenode) fsckProbe(s *fsckScan) int {
 	ino := s.next
 	s.next++
-	in := n.inodes[ino]
+	in := n.ns.inodes[ino]
 	if in == nil {
 		return 1
 	}
@@ -321,12 +321,12 @@ func (n *Namenode) fsckEntries(s *fsckScan, resp *wire.Response, files *uint64, 
 		if s.pass != 1 {
 			continue
 		}
-		p := n.inodes[d.ino]
+		p := n.ns.inodes[d.ino]
 		if p == nil || p.entries[e.name] != e.ino {
 			continue // changed since the directory was probed
 		}
 		cp := joinPath(d.path, e.name)
-		child := n.inodes[e.ino]
+		child := n.ns.inodes[e.ino]
 		if child == nil {
 			s.report(fmt.Sprintf("%s: entry refers to missing inode %d", cp, e.ino))
 			continue
@@ -364,7 +364,7 @@ func joinPath(dir, name string) string {
 // extents added and their size in the answer (roughly).
 func (n *Namenode) fsckSendFile(s *fsckScan, resp *wire.Response, maxBlocks, maxBytes int) (int, int, int) {
 	f := s.file
-	in := n.inodes[f.ino]
+	in := n.ns.inodes[f.ino]
 	if in == nil || in.attr.Type != wire.TypeFile {
 		s.file = nil // deleted meanwhile
 		return 0, 0, 0
@@ -450,11 +450,11 @@ func (n *Namenode) fsckPath(s *fsckScan, d uint64) string {
 	for cur := d; cur != rootIno; {
 		nm, ok := s.names[cur]
 		if !ok {
-			in := n.inodes[cur]
+			in := n.ns.inodes[cur]
 			if in == nil {
 				return fmt.Sprintf("<inode %d>", d)
 			}
-			p := n.inodes[in.parent]
+			p := n.ns.inodes[in.parent]
 			if p != nil {
 				for name, ino := range p.entries {
 					if ino == cur {
@@ -685,7 +685,7 @@ func (n *Namenode) fsckMessage(s *fsckScan, is fsckIssue) string {
 
 // fsckFilePath names inode ino, which directory dir names.
 func (n *Namenode) fsckFilePath(s *fsckScan, ino, dir uint64) string {
-	if p := n.inodes[dir]; p != nil {
+	if p := n.ns.inodes[dir]; p != nil {
 		for name, c := range p.entries {
 			if c == ino {
 				return joinPath(n.fsckPath(s, dir), name)

@@ -109,7 +109,7 @@ type Namenode struct {
 	log *slog.Logger
 
 	mu         sync.Mutex
-	inodes     map[uint64]*inode
+	ns         *namespace // guarded by mu
 	inoNext    uint64
 	inoLimit   uint64
 	locks      *lockTable    // guarded by mu
@@ -216,7 +216,6 @@ func New(cfg Config) (*Namenode, error) {
 	n := &Namenode{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		inodes:  map[uint64]*inode{},
 		locks:   newLockTable(),
 		txns:    newTxnTable(),
 		nodes:   newNodeRegistry(),
@@ -226,42 +225,43 @@ func New(cfg Config) (*Namenode, error) {
 		conns:   map[*conn]struct{}{},
 		limits:  connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
 	}
+	n.ns = newNamespace(n.locks)
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
 		if a.Type == wire.TypeDir {
 			in.entries = map[string]uint64{}
 		}
 		in.blocks = snap.Blocks[a.Ino]
-		n.inodes[a.Ino] = in
+		n.ns.inodes[a.Ino] = in
 	}
-	if n.inodes[rootIno] == nil {
+	if n.ns.inodes[rootIno] == nil {
 		return nil, errors.New("metadata has no root directory")
 	}
 	for _, e := range snap.Entries {
-		p := n.inodes[e.Parent]
+		p := n.ns.inodes[e.Parent]
 		if p == nil || p.entries == nil {
 			n.log.Warn("entry in a missing or non-directory parent ignored", "parent", e.Parent, "name", e.Name)
 			continue
 		}
 		p.entries[e.Name] = e.Ino
-		if c := n.inodes[e.Ino]; c != nil {
+		if c := n.ns.inodes[e.Ino]; c != nil {
 			c.linkFrom(e.Parent, 1)
 			if c.attr.Type == wire.TypeDir {
 				p.subdirs++
 			}
 		}
 	}
-	for _, in := range n.inodes {
+	for _, in := range n.ns.inodes {
 		in.dirNlink()
 	}
-	n.inodes[rootIno].parent = rootIno
+	n.ns.inodes[rootIno].parent = rootIno
 	for _, d := range snap.Datanodes {
 		n.nodes.add(d)
 	}
 	// Inodes unlinked while open when the namenode stopped are deleted now:
 	// no transaction survives a restart.
 	var orphans []uint64
-	for ino, in := range n.inodes {
+	for ino, in := range n.ns.inodes {
 		if in.attr.Nlink == 0 && ino != rootIno {
 			orphans = append(orphans, ino)
 			continue
@@ -276,7 +276,7 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	if len(orphans) > 0 {
 		for _, ino := range orphans {
-			delete(n.inodes, ino)
+			delete(n.ns.inodes, ino)
 		}
 		if err := cfg.Store.Apply(context.Background(), []*meta.Change{{DelInodes: orphans}}); err != nil {
 			return nil, fmt.Errorf("delete %d orphaned inodes: %w", len(orphans), err)

@@ -155,10 +155,10 @@ func (n *Namenode) opLookup(_ *conn, tx *Txn, who *auth.Identity, q *wire.Reques
 		if err := n.atDir(tx, who, q.Ino, q.Path); err != nil {
 			return nil, err
 		}
-		if ino = n.entry(tx, q.Ino, q.Path); ino == 0 {
+		if ino = n.ns.entry(tx, q.Ino, q.Path); ino == 0 {
 			return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", q.Path)
 		}
-	} else if ino, err = n.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0); err != nil {
+	} else if ino, err = n.ns.resolve(tx, who, q.Path, q.Flags&wire.FlagNoFollow == 0); err != nil {
 		return nil, err
 	}
 	if q.Flags&wire.FlagBlocks != 0 {
@@ -175,7 +175,7 @@ func (n *Namenode) opStat(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request)
 }
 
 func (n *Namenode) opBlocks(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	a := n.attr(tx, q.Ino)
+	a := n.ns.attr(tx, q.Ino)
 	if a != nil && !may(who, a, permRead) {
 		return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
 	}
@@ -184,7 +184,7 @@ func (n *Namenode) opBlocks(_ *conn, tx *Txn, who *auth.Identity, q *wire.Reques
 
 // opGlob answers the matches after Path2, paged like readdir.
 func (n *Namenode) opGlob(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	paths, err := n.glob(tx, who, q.Path)
+	paths, err := n.ns.glob(tx, who, q.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -291,12 +291,12 @@ func (n *Namenode) opLink(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request)
 func cp(a *wire.Attr) *wire.Attr { c := *a; return &c }
 
 func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
-	a := n.attr(tx, ino)
+	a := n.ns.attr(tx, ino)
 	if a == nil {
 		return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
 	}
 	if tx != nil {
-		n.use(tx, ino)
+		n.ns.use(tx, ino)
 	}
 	out := cp(a)
 	out.Blocksize = n.cfg.Blocksize
@@ -310,7 +310,7 @@ func (n *Namenode) atDir(tx *Txn, who *auth.Identity, dir uint64, name string) e
 	if !n.reachable(tx, who, dir) {
 		return denied(who, fmt.Sprintf("inode %d", dir))
 	}
-	a := n.attr(tx, dir)
+	a := n.ns.attr(tx, dir)
 	if a == nil {
 		return fail(wire.ErrCodeNotFound, "directory inode %d: no such directory", dir)
 	}
@@ -329,7 +329,7 @@ func (n *Namenode) pathOf(tx *Txn, ino uint64) (string, error) {
 	var parts []string
 	cur := ino
 	for depth := 0; cur != rootIno; depth++ {
-		in := n.inodes[cur]
+		in := n.ns.inodes[cur]
 		if in == nil || depth > 4096 {
 			return "", fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
 		}
@@ -341,13 +341,13 @@ func (n *Namenode) pathOf(tx *Txn, ino uint64) (string, error) {
 				}
 			}
 		} else {
-			parent = n.parentOf(tx, cur)
+			parent = n.ns.parentOf(tx, cur)
 		}
 		if parent == 0 {
 			return "", fail(wire.ErrCodeNotFound, "inode %d has no name (unlinked)", ino)
 		}
 		name := ""
-		for nm, c := range n.list(tx, parent) {
+		for nm, c := range n.ns.list(tx, parent) {
 			if c == cur && (name == "" || nm < name) {
 				name = nm
 			}
@@ -366,7 +366,7 @@ func (n *Namenode) pathOf(tx *Txn, ino uint64) (string, error) {
 // block list of the same version (the size is that version's), so a reader
 // never sees one version's length with another's blocks.
 func (n *Namenode) openResponse(tx *Txn, who *auth.Identity, ino uint64, what string) (*wire.Response, error) {
-	a := n.attr(tx, ino)
+	a := n.ns.attr(tx, ino)
 	if a == nil {
 		return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", what)
 	}
@@ -374,19 +374,19 @@ func (n *Namenode) openResponse(tx *Txn, who *auth.Identity, ino uint64, what st
 	out.Blocksize = n.cfg.Blocksize
 	if a.Type != wire.TypeFile {
 		if tx != nil {
-			n.use(tx, ino)
+			n.ns.use(tx, ino)
 		}
 		return &wire.Response{Attr: out}, nil
 	}
 	if !may(who, a, permRead) {
 		if tx != nil {
-			n.use(tx, ino)
+			n.ns.use(tx, ino)
 		}
 		// Opening a file one may only write is allowed; its blocks are not
 		// handed out (Counters stays empty: no block list included).
 		return &wire.Response{Attr: out}, nil
 	}
-	xs, size := n.fileVersion(tx, ino)
+	xs, size := n.ns.fileVersion(tx, ino)
 	out.Size = size
 	return n.ticketed(tx, &wire.Response{Attr: out, Extents: xs, Nodes: n.nodeList(), Counters: []uint64{wire.BlocksIncluded}}), nil
 }
@@ -421,13 +421,13 @@ func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	what := q.Path
 	if ino == 0 {
 		var err error
-		if ino, err = n.resolve(tx, who, q.Path, true); err != nil {
+		if ino, err = n.ns.resolve(tx, who, q.Path, true); err != nil {
 			return nil, err
 		}
 	} else {
 		what = fmt.Sprintf("inode %d", ino)
 	}
-	a := n.attr(tx, ino)
+	a := n.ns.attr(tx, ino)
 	if a == nil {
 		return nil, fail(wire.ErrCodeNotFound, "%s: no such directory", what)
 	}
@@ -450,9 +450,9 @@ func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 			more = true
 			break
 		}
-		c := n.entry(tx, ino, name)
+		c := n.ns.entry(tx, ino, name)
 		e := wire.DirEntry{Name: name, Ino: c}
-		if ca := n.attr(tx, c); ca != nil {
+		if ca := n.ns.attr(tx, c); ca != nil {
 			e.Type = ca.Type
 			if plus {
 				e.Attr = cp(ca)
@@ -473,7 +473,7 @@ func (n *Namenode) readDir(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 // names come from a sorted index kept per directory.
 func (n *Namenode) listPage(tx *Txn, dir uint64, after string, limit int) ([]string, bool) {
 	var committed []string
-	if in := n.inodes[dir]; in != nil && in.entries != nil {
+	if in := n.ns.inodes[dir]; in != nil && in.entries != nil {
 		if in.sorted == nil || len(in.sorted) != len(in.entries) {
 			in.sorted = make([]string, 0, len(in.entries))
 			for name := range in.entries {
@@ -542,7 +542,7 @@ func (n *Namenode) create(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.R
 	if q.Type == wire.TypeDir && q.Flags&wire.FlagParents != 0 {
 		return n.mkdirAll(tx, who, q)
 	}
-	parent, name, err := n.resolveParent(tx, who, q.Path)
+	parent, name, err := n.ns.resolveParent(tx, who, q.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -562,7 +562,7 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 	if err := n.lockEntry(tx, parent, name); err != nil {
 		return nil, err
 	}
-	if n.entry(tx, parent, name) != 0 {
+	if n.ns.entry(tx, parent, name) != 0 {
 		return nil, fail(wire.ErrCodeExists, "%s: file exists", q.Path)
 	}
 	now := time.Now().UnixNano()
@@ -624,7 +624,7 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 	}
 	// POSIX: in a setgid directory what is created takes the directory's
 	// group, and new directories are setgid too.
-	if pa := n.attr(tx, parent); pa != nil && pa.Mode&02000 != 0 {
+	if pa := n.ns.attr(tx, parent); pa != nil && pa.Mode&02000 != 0 {
 		a.Group = pa.Group
 		if a.Type == wire.TypeDir {
 			a.Mode |= 02000
@@ -643,7 +643,7 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 		tx.inodes = map[uint64]*wire.Attr{}
 	}
 	tx.inodes[ino] = a
-	n.setEntry(tx, parent, name, ino)
+	n.ns.setEntry(tx, parent, name, ino)
 	if q.Type == wire.TypeDir {
 		if tx.parents == nil {
 			tx.parents = map[uint64]uint64{}
@@ -666,13 +666,13 @@ func (n *Namenode) mkdirAll(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 		if err := checkName(name); err != nil {
 			return nil, fail(wire.ErrCodeInvalid, "%s: %v", prefix, err)
 		}
-		if c := n.entry(tx, cur, name); c != 0 {
+		if c := n.ns.entry(tx, cur, name); c != 0 {
 			// Follow symlinks to directories as mkdir -p does.
-			ino, err := n.resolve(tx, who, prefix, true)
+			ino, err := n.ns.resolve(tx, who, prefix, true)
 			if err != nil {
 				return nil, err
 			}
-			if a := n.attr(tx, ino); a == nil || a.Type != wire.TypeDir {
+			if a := n.ns.attr(tx, ino); a == nil || a.Type != wire.TypeDir {
 				return nil, fail(wire.ErrCodeNotDir, "%s: exists and is not a directory", prefix)
 			}
 			cur = ino
@@ -683,14 +683,14 @@ func (n *Namenode) mkdirAll(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 		if _, err := n.createIn(tx, who, &sub, cur, name); err != nil {
 			return nil, err
 		}
-		cur = n.entry(tx, cur, name)
+		cur = n.ns.entry(tx, cur, name)
 	}
 	return n.attrResponse(tx, cur)
 }
 
 // dropBlocks removes blocks at index ≥ keep from ino's list in tx.
 func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
-	old := n.blockList(tx, ino)
+	old := n.ns.blockList(tx, ino)
 	var out []wire.Extent
 	for _, x := range old {
 		end := x.Index + uint64(x.Count)
@@ -732,7 +732,7 @@ func clearForeignSetgid(who *auth.Identity, a *wire.Attr) {
 func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	// Permissions are checked on the current attributes before the lock is
 	// taken: a refused request must not leave the inode locked.
-	a := n.attr(tx, q.Ino)
+	a := n.ns.attr(tx, q.Ino)
 	if a == nil {
 		return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
 	}
@@ -764,7 +764,7 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 		return nil, fail(wire.ErrCodeInvalid, "inode %d: bad size %d", q.Ino, q.Size)
 	}
 	var err error
-	if a, err = n.mutAttr(tx, q.Ino); err != nil {
+	if a, err = n.ns.mutAttr(tx, q.Ino); err != nil {
 		if err == errNotFound {
 			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
 		}
@@ -807,14 +807,14 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	return &wire.Response{Attr: out}, nil
 }
 
-func (n *Namenode) isEmptyDir(tx *Txn, ino uint64) bool { return len(n.list(tx, ino)) == 0 }
+func (n *Namenode) isEmptyDir(tx *Txn, ino uint64) bool { return len(n.ns.list(tx, ino)) == 0 }
 
 func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error {
-	parent, name, err := n.resolveParent(tx, who, p)
+	parent, name, err := n.ns.resolveParent(tx, who, p)
 	if err != nil {
 		return err
 	}
-	if err := n.slashOnNonDir(tx, p, parent, name); err != nil {
+	if err := n.ns.slashOnNonDir(tx, p, parent, name); err != nil {
 		return err
 	}
 	return n.unlinkIn(tx, who, parent, name, p, dir)
@@ -826,17 +826,17 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 	if err := n.needDir(tx, who, parent, p); err != nil {
 		return err
 	}
-	if n.stickyDenies(tx, who, parent, n.entry(tx, parent, name)) {
+	if n.stickyDenies(tx, who, parent, n.ns.entry(tx, parent, name)) {
 		return denied(who, p+" (sticky directory)")
 	}
 	if err := n.lockEntry(tx, parent, name); err != nil {
 		return err
 	}
-	ino := n.entry(tx, parent, name)
+	ino := n.ns.entry(tx, parent, name)
 	if ino == 0 {
 		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
 	}
-	a := n.attr(tx, ino)
+	a := n.ns.attr(tx, ino)
 	if a == nil {
 		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
 	}
@@ -855,7 +855,7 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 	} else if dir {
 		return fail(wire.ErrCodeNotDir, "%s: not a directory", p)
 	}
-	ma, err := n.mutAttr(tx, ino)
+	ma, err := n.ns.mutAttr(tx, ino)
 	if err != nil {
 		return err
 	}
@@ -865,16 +865,16 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 		ma.Nlink--
 	}
 	ma.Ctime = time.Now().UnixNano()
-	n.setEntry(tx, parent, name, 0)
+	n.ns.setEntry(tx, parent, name, 0)
 	return nil
 }
 
 func (n *Namenode) link(tx *Txn, who *auth.Identity, existing, newPath string) (*wire.Response, error) {
-	ino, err := n.resolve(tx, who, existing, false)
+	ino, err := n.ns.resolve(tx, who, existing, false)
 	if err != nil {
 		return nil, err
 	}
-	parent, name, err := n.resolveParent(tx, who, newPath)
+	parent, name, err := n.ns.resolveParent(tx, who, newPath)
 	if err != nil {
 		return nil, err
 	}
@@ -883,7 +883,7 @@ func (n *Namenode) link(tx *Txn, who *auth.Identity, existing, newPath string) (
 
 // linkIn makes name in directory parent another name of inode ino.
 func (n *Namenode) linkIn(tx *Txn, who *auth.Identity, ino, parent uint64, name, existing, newPath string) (*wire.Response, error) {
-	a := n.attr(tx, ino)
+	a := n.ns.attr(tx, ino)
 	if a == nil {
 		return nil, fail(wire.ErrCodeNotFound, "%s: no such file", existing)
 	}
@@ -899,32 +899,32 @@ func (n *Namenode) linkIn(tx *Txn, who *auth.Identity, ino, parent uint64, name,
 	if err := n.lockEntry(tx, parent, name); err != nil {
 		return nil, err
 	}
-	if n.entry(tx, parent, name) != 0 {
+	if n.ns.entry(tx, parent, name) != 0 {
 		return nil, fail(wire.ErrCodeExists, "%s: file exists", newPath)
 	}
-	a, err := n.mutAttr(tx, ino)
+	a, err := n.ns.mutAttr(tx, ino)
 	if err != nil {
 		return nil, err
 	}
 	a.Nlink++
 	a.Ctime = time.Now().UnixNano()
-	n.setEntry(tx, parent, name, ino)
+	n.ns.setEntry(tx, parent, name, ino)
 	return &wire.Response{Attr: cp(a)}, nil
 }
 
 func (n *Namenode) rename(tx *Txn, who *auth.Identity, from, to string, noReplace bool) error {
-	sp, sname, err := n.resolveParent(tx, who, from)
+	sp, sname, err := n.ns.resolveParent(tx, who, from)
 	if err != nil {
 		return err
 	}
-	dp, dname, err := n.resolveParent(tx, who, to)
+	dp, dname, err := n.ns.resolveParent(tx, who, to)
 	if err != nil {
 		return err
 	}
-	if err := n.slashOnNonDir(tx, from, sp, sname); err != nil {
+	if err := n.ns.slashOnNonDir(tx, from, sp, sname); err != nil {
 		return err
 	}
-	if err := n.slashOnNonDir(tx, to, sp, sname); err != nil {
+	if err := n.ns.slashOnNonDir(tx, to, sp, sname); err != nil {
 		return err // moving a non-directory to a name with a slash
 	}
 	return n.renameIn(tx, who, sp, sname, dp, dname, from, to, noReplace)
@@ -940,10 +940,10 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 		return err
 	}
 	// Checked before any lock is taken (a refused request locks nothing).
-	if n.stickyDenies(tx, who, sp, n.entry(tx, sp, sname)) {
+	if n.stickyDenies(tx, who, sp, n.ns.entry(tx, sp, sname)) {
 		return denied(who, from+" (sticky directory)")
 	}
-	if dst := n.entry(tx, dp, dname); dst != 0 && dst != n.entry(tx, sp, sname) && n.stickyDenies(tx, who, dp, dst) {
+	if dst := n.ns.entry(tx, dp, dname); dst != 0 && dst != n.ns.entry(tx, sp, sname) && n.stickyDenies(tx, who, dp, dst) {
 		return denied(who, to+" (sticky directory)")
 	}
 	if err := n.lockEntry(tx, sp, sname); err != nil {
@@ -955,12 +955,12 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 	if err := n.lockShared(tx, dp); err != nil {
 		return err
 	}
-	src := n.entry(tx, sp, sname)
+	src := n.ns.entry(tx, sp, sname)
 	if src == 0 {
 		return fail(wire.ErrCodeNotFound, "%s: no such file or directory", from)
 	}
 
-	sa := n.attr(tx, src)
+	sa := n.ns.attr(tx, src)
 	if sp == dp && sname == dname {
 		return nil
 	}
@@ -971,7 +971,7 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 			return errConflict
 		}
 		n.renameLock = tx
-		for d := dp; ; d = n.parentOf(tx, d) {
+		for d := dp; ; d = n.ns.parentOf(tx, d) {
 			if d == src {
 				return fail(wire.ErrCodeInvalid, "cannot move %s into itself (%s)", from, to)
 			}
@@ -983,11 +983,11 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 			return err
 		}
 	}
-	if dst := n.entry(tx, dp, dname); dst != 0 {
+	if dst := n.ns.entry(tx, dp, dname); dst != 0 {
 		if noReplace {
 			return fail(wire.ErrCodeExists, "%s: file exists", to)
 		}
-		da := n.attr(tx, dst)
+		da := n.ns.attr(tx, dst)
 		switch {
 		case da.Type == wire.TypeDir && sa.Type != wire.TypeDir:
 			return fail(wire.ErrCodeIsDir, "cannot overwrite directory %s with non-directory %s", to, from)
@@ -1001,7 +1001,7 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 				return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", to)
 			}
 		}
-		ma, err := n.mutAttr(tx, dst)
+		ma, err := n.ns.mutAttr(tx, dst)
 		if err != nil {
 			return err
 		}
@@ -1012,8 +1012,8 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 		}
 		ma.Ctime = time.Now().UnixNano()
 	}
-	n.setEntry(tx, sp, sname, 0)
-	n.setEntry(tx, dp, dname, src)
+	n.ns.setEntry(tx, sp, sname, 0)
+	n.ns.setEntry(tx, dp, dname, src)
 	if sa.Type == wire.TypeDir {
 		if tx.parents == nil {
 			tx.parents = map[uint64]uint64{}
@@ -1033,7 +1033,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
 		return nil, err
 	}
-	a, err := n.mutAttr(tx, q.Ino)
+	a, err := n.ns.mutAttr(tx, q.Ino)
 	if err != nil {
 		return nil, err
 	}
@@ -1089,7 +1089,7 @@ func (tx *Txn) ownsRun(node uint32, start, count uint64) bool {
 // mayWriteFile checks, without locking, that ino is a regular file who may
 // write.
 func (n *Namenode) mayWriteFile(tx *Txn, who *auth.Identity, ino uint64) error {
-	a := n.attr(tx, ino)
+	a := n.ns.attr(tx, ino)
 	if a == nil {
 		return fail(wire.ErrCodeNotFound, "inode %d: no such file", ino)
 	}
@@ -1106,7 +1106,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
 		return nil, err
 	}
-	a := n.attr(tx, q.Ino)
+	a := n.ns.attr(tx, q.Ino)
 	for i := range q.Extents {
 		q.Extents[i].Tickets = nil // never stored
 	}
@@ -1136,11 +1136,11 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 			}
 		}
 	}
-	a, err := n.mutAttr(tx, q.Ino)
+	a, err := n.ns.mutAttr(tx, q.Ino)
 	if err != nil {
 		return nil, err
 	}
-	merged, freed := mergeBlocks(n.blockList(tx, q.Ino), q.Extents)
+	merged, freed := mergeBlocks(n.ns.blockList(tx, q.Ino), q.Extents)
 	tx.freed = append(tx.freed, freed...)
 	if tx.blocks == nil {
 		tx.blocks = map[uint64][]wire.Extent{}
@@ -1170,7 +1170,7 @@ func (n *Namenode) fsStat() *wire.Response {
 			alive++
 		}
 	}
-	for _, in := range n.inodes {
+	for _, in := range n.ns.inodes {
 		switch in.attr.Type {
 		case wire.TypeDir:
 			dirs++

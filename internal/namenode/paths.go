@@ -46,7 +46,7 @@ func splitPath(p string) []string {
 
 // resolve walks p as tx sees the namespace and returns the inode it names.
 // Symlinks in the middle are always followed; a final one only if follow.
-func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (uint64, error) {
+func (ns *namespace) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (uint64, error) {
 	if err := checkPath(p); err != nil {
 		return 0, err
 	}
@@ -56,7 +56,7 @@ func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (
 	for len(comps) > 0 {
 		name := comps[0]
 		comps = comps[1:]
-		a := n.attr(tx, cur)
+		a := ns.attr(tx, cur)
 		if a == nil {
 			return 0, fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
 		}
@@ -67,17 +67,17 @@ func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (
 			return 0, denied(who, p)
 		}
 		if name == ".." {
-			cur = n.parentOf(tx, cur)
+			cur = ns.parentOf(tx, cur)
 			continue
 		}
 		if len(name) > wire.MaxName {
 			return 0, fail(wire.ErrCodeNameTooLong, "%s: file name too long", p)
 		}
-		child := n.entry(tx, cur, name)
+		child := ns.entry(tx, cur, name)
 		if child == 0 {
 			return 0, fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
 		}
-		ca := n.attr(tx, child)
+		ca := ns.attr(tx, child)
 		if ca == nil {
 			return 0, fail(wire.ErrCodeNotFound, "%s: no such file or directory", p)
 		}
@@ -96,7 +96,7 @@ func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (
 	}
 	// A trailing slash names a directory (a symlink to one is followed).
 	if strings.HasSuffix(p, "/") && len(p) > 1 {
-		if a := n.attr(tx, cur); a != nil && a.Type != wire.TypeDir {
+		if a := ns.attr(tx, cur); a != nil && a.Type != wire.TypeDir {
 			return 0, fail(wire.ErrCodeNotDir, "%s: not a directory", p)
 		}
 	}
@@ -105,25 +105,25 @@ func (n *Namenode) resolve(tx *Txn, who *auth.Identity, p string, follow bool) (
 
 // slashOnNonDir reports a trailing slash on a path whose last component is
 // not (to be) a directory.
-func (n *Namenode) slashOnNonDir(tx *Txn, p string, parent uint64, name string) error {
+func (ns *namespace) slashOnNonDir(tx *Txn, p string, parent uint64, name string) error {
 	if !strings.HasSuffix(p, "/") {
 		return nil
 	}
-	if c := n.entry(tx, parent, name); c != 0 {
-		if a := n.attr(tx, c); a != nil && a.Type != wire.TypeDir {
+	if c := ns.entry(tx, parent, name); c != 0 {
+		if a := ns.attr(tx, c); a != nil && a.Type != wire.TypeDir {
 			return fail(wire.ErrCodeNotDir, "%s: not a directory", p)
 		}
 	}
 	return nil
 }
 
-func (n *Namenode) parentOf(tx *Txn, dir uint64) uint64 {
+func (ns *namespace) parentOf(tx *Txn, dir uint64) uint64 {
 	if tx != nil {
 		if p, ok := tx.parents[dir]; ok {
 			return p
 		}
 	}
-	if in := n.inodes[dir]; in != nil && in.parent != 0 {
+	if in := ns.inodes[dir]; in != nil && in.parent != 0 {
 		return in.parent
 	}
 	return rootIno
@@ -131,7 +131,7 @@ func (n *Namenode) parentOf(tx *Txn, dir uint64) uint64 {
 
 // resolveParent returns the directory that holds the last component of p,
 // and that component.
-func (n *Namenode) resolveParent(tx *Txn, who *auth.Identity, p string) (uint64, string, error) {
+func (ns *namespace) resolveParent(tx *Txn, who *auth.Identity, p string) (uint64, string, error) {
 	if err := checkPath(p); err != nil {
 		return 0, "", err
 	}
@@ -144,18 +144,18 @@ func (n *Namenode) resolveParent(tx *Txn, who *auth.Identity, p string) (uint64,
 	if err := checkName(name); err != nil {
 		return 0, "", fail(wire.ErrCodeInvalid, "%s: %v", p, err)
 	}
-	parent, err := n.resolve(tx, who, dir, true)
+	parent, err := ns.resolve(tx, who, dir, true)
 	if err != nil {
 		return 0, "", err
 	}
-	if a := n.attr(tx, parent); a == nil || a.Type != wire.TypeDir {
+	if a := ns.attr(tx, parent); a == nil || a.Type != wire.TypeDir {
 		return 0, "", fail(wire.ErrCodeNotDir, "%s: not a directory", dir)
 	}
 	return parent, name, nil
 }
 
 // glob expands pattern (path.Match syntax per component) on the namespace.
-func (n *Namenode) glob(tx *Txn, who *auth.Identity, pattern string) ([]string, error) {
+func (ns *namespace) glob(tx *Txn, who *auth.Identity, pattern string) ([]string, error) {
 	if err := checkPath(pattern); err != nil {
 		return nil, err
 	}
@@ -170,17 +170,17 @@ func (n *Namenode) glob(tx *Txn, who *auth.Identity, pattern string) ([]string, 
 		}
 		var next []item
 		for _, it := range cur {
-			a := n.attr(tx, it.ino)
+			a := ns.attr(tx, it.ino)
 			if a == nil || a.Type != wire.TypeDir || !may(who, a, permRead|permSearch) {
 				continue
 			}
 			if !strings.ContainsAny(comp, "*?[\\") {
-				if c := n.entry(tx, it.ino, comp); c != 0 {
+				if c := ns.entry(tx, it.ino, comp); c != 0 {
 					next = append(next, item{it.path + "/" + comp, c})
 				}
 				continue
 			}
-			for name, c := range n.list(tx, it.ino) {
+			for name, c := range ns.list(tx, it.ino) {
 				if ok, _ := path.Match(comp, name); ok && (!strings.HasPrefix(name, ".") || strings.HasPrefix(comp, ".")) {
 					next = append(next, item{it.path + "/" + name, c})
 				}

@@ -49,12 +49,12 @@ func (n *Namenode) reachable(tx *Txn, who *auth.Identity, ino uint64) bool {
 	if tx != nil && (tx.inodes[ino] != nil || tx.used[ino]) {
 		return true
 	}
-	in := n.inodes[ino]
+	in := n.ns.inodes[ino]
 	if in == nil {
 		return true // not found is reported by the operation
 	}
 	if in.attr.Type == wire.TypeDir {
-		return n.searchable(tx, who, n.parentOf(tx, ino))
+		return n.searchable(tx, who, n.ns.parentOf(tx, ino))
 	}
 	for p := range in.links {
 		if n.searchable(tx, who, p) {
@@ -68,14 +68,14 @@ func (n *Namenode) reachable(tx *Txn, who *auth.Identity, ino uint64) bool {
 // it.
 func (n *Namenode) searchable(tx *Txn, who *auth.Identity, dir uint64) bool {
 	for depth := 0; depth < 4096; depth++ {
-		a := n.attr(tx, dir)
+		a := n.ns.attr(tx, dir)
 		if a == nil || !may(who, a, permSearch) {
 			return false
 		}
 		if dir == rootIno {
 			return true
 		}
-		dir = n.parentOf(tx, dir)
+		dir = n.ns.parentOf(tx, dir)
 	}
 	return false
 }
@@ -87,7 +87,7 @@ func (n *Namenode) stickyDenies(tx *Txn, who *auth.Identity, parent, child uint6
 	if who == nil || who.Super() {
 		return false
 	}
-	pa, ca := n.attr(tx, parent), n.attr(tx, child)
+	pa, ca := n.ns.attr(tx, parent), n.ns.attr(tx, child)
 	if pa == nil || ca == nil || pa.Mode&0o1000 == 0 {
 		return false
 	}
@@ -96,7 +96,7 @@ func (n *Namenode) stickyDenies(tx *Txn, who *auth.Identity, parent, child uint6
 
 // needDir checks write and search permission on the directory parent.
 func (n *Namenode) needDir(tx *Txn, who *auth.Identity, parent uint64, what string) error {
-	if a := n.attr(tx, parent); a != nil && !may(who, a, permWrite|permSearch) {
+	if a := n.ns.attr(tx, parent); a != nil && !may(who, a, permWrite|permSearch) {
 		return denied(who, what)
 	}
 	return nil

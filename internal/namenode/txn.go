@@ -78,164 +78,6 @@ func (n *Namenode) releaseLocks(tx *Txn) {
 	}
 }
 
-// use records tx as a user of ino, so an unlink does not delete it while
-// tx may still read it.
-func (n *Namenode) use(tx *Txn, ino uint64) {
-	if tx.used[ino] {
-		return
-	}
-	in := n.inodes[ino]
-	if in == nil {
-		return
-	}
-	if tx.used == nil {
-		tx.used = map[uint64]bool{}
-		tx.seqSeen = map[uint64]uint64{}
-	}
-	tx.used[ino] = true
-	tx.seqSeen[ino] = in.attr.Seq
-	in.users++
-}
-
-// attr returns ino's attributes as tx sees them (nil if missing).
-func (n *Namenode) attr(tx *Txn, ino uint64) *wire.Attr {
-	if tx != nil {
-		if a := tx.inodes[ino]; a != nil {
-			return a
-		}
-	}
-	if in := n.inodes[ino]; in != nil && (in.attr.Nlink > 0 || ino == rootIno || tx != nil && tx.used[ino]) {
-		return &in.attr
-	}
-	return nil
-}
-
-// mutAttr locks ino for tx and returns its private, modifiable attributes.
-func (n *Namenode) mutAttr(tx *Txn, ino uint64) (*wire.Attr, error) {
-	if a := tx.inodes[ino]; a != nil {
-		return a, nil
-	}
-	in := n.inodes[ino]
-	if in == nil {
-		return nil, errNotFound
-	}
-	if err := n.lockInode(tx, ino); err != nil {
-		return nil, err
-	}
-	// First committer wins: a file whose data changed since this
-	// transaction read it cannot be written by it (no lost updates).
-	if seq, ok := tx.seqSeen[ino]; ok && seq != in.attr.Seq {
-		return nil, errConflict
-	}
-	a := in.attr
-	if tx.inodes == nil {
-		tx.inodes = map[uint64]*wire.Attr{}
-	}
-	tx.inodes[ino] = &a
-	n.use(tx, ino)
-	return &a, nil
-}
-
-// entry returns the inode a name refers to as tx sees it (0 if none).
-func (n *Namenode) entry(tx *Txn, parent uint64, name string) uint64 {
-	if tx != nil {
-		if ino, ok := tx.entries[meta.EntryKey{Parent: parent, Name: name}]; ok {
-			return ino
-		}
-	}
-	if in := n.inodes[parent]; in != nil && in.entries != nil {
-		return in.entries[name]
-	}
-	return 0
-}
-
-func (n *Namenode) setEntry(tx *Txn, parent uint64, name string, ino uint64) {
-	if tx.entries == nil {
-		tx.entries = map[meta.EntryKey]uint64{}
-	}
-	tx.entries[meta.EntryKey{Parent: parent, Name: name}] = ino
-	if tx.touched == nil {
-		tx.touched = map[uint64]bool{}
-	}
-	tx.touched[parent] = true
-}
-
-// list returns the entries of directory ino as tx sees them.
-func (n *Namenode) list(tx *Txn, ino uint64) map[string]uint64 {
-	out := map[string]uint64{}
-	if in := n.inodes[ino]; in != nil {
-		for k, v := range in.entries {
-			out[k] = v
-		}
-	}
-	if tx != nil {
-		for k, v := range tx.entries {
-			if k.Parent != ino {
-				continue
-			}
-			if v == 0 {
-				delete(out, k.Name)
-			} else {
-				out[k.Name] = v
-			}
-		}
-	}
-	return out
-}
-
-// blockList returns ino's block list as tx sees it. The committed list,
-// once handed to tx, stays the same until tx ends.
-func (n *Namenode) blockList(tx *Txn, ino uint64) []wire.Extent {
-	xs, _ := n.fileVersion(tx, ino)
-	return xs
-}
-
-// ownAttr returns tx's private attributes of ino, if it changed or
-// created it (tx may be nil).
-func (tx *Txn) ownAttr(ino uint64) *wire.Attr {
-	if tx == nil {
-		return nil
-	}
-	return tx.inodes[ino]
-}
-
-// fileVersion returns ino's block list and the size of the same version,
-// as tx sees them: its own uncommitted version, or the committed one it
-// first read (repeatable until tx ends).
-func (n *Namenode) fileVersion(tx *Txn, ino uint64) ([]wire.Extent, int64) {
-	if tx != nil {
-		if a, own := tx.inodes[ino]; own {
-			if xs, ok := tx.blocks[ino]; ok {
-				return xs, a.Size
-			}
-			if v, ok := tx.seen[ino]; ok {
-				return v.blocks, a.Size
-			}
-		}
-		if v, ok := tx.seen[ino]; ok {
-			return v.blocks, v.size
-		}
-	}
-	in := n.inodes[ino]
-	if in == nil {
-		if a := tx.ownAttr(ino); a != nil {
-			return nil, a.Size // created by tx, no blocks yet
-		}
-		return nil, 0
-	}
-	if tx != nil {
-		if tx.seen == nil {
-			tx.seen = map[uint64]seenVersion{}
-		}
-		tx.seen[ino] = seenVersion{blocks: in.blocks, size: in.attr.Size}
-		n.use(tx, ino)
-		if a, own := tx.inodes[ino]; own {
-			return in.blocks, a.Size
-		}
-	}
-	return in.blocks, in.attr.Size
-}
-
 // endTxn ends tx: on abort its allocations return to the free maps.
 // Called with n.mu held; the committer calls it with commit=true after the
 // changes are applied.
@@ -260,7 +102,7 @@ func (n *Namenode) endTxn(tx *Txn, committed bool) {
 	}
 	var gone []uint64
 	for ino := range tx.used {
-		in := n.inodes[ino]
+		in := n.ns.inodes[ino]
 		if in == nil {
 			continue
 		}
@@ -283,9 +125,9 @@ func (n *Namenode) deleteOrphans(inos []uint64) {
 	// need not be, as a restart deletes inodes with no links.
 	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq}
 	for _, ino := range inos {
-		in := n.inodes[ino]
+		in := n.ns.inodes[ino]
 		pf.runs = append(pf.runs, extentRuns(in.blocks)...)
-		delete(n.inodes, ino)
+		delete(n.ns.inodes, ino)
 	}
 	n.frees.add(pf)
 	// Not acknowledged to anyone: a crash before this is durable leaves
