@@ -23,11 +23,13 @@ type Emit func(key, value []byte) error
 // as the original Plasma required the same executable on every node.
 type Funcs struct {
 	// Map is called with each input record (a line without its newline,
-	// a fixed-size record, or a length-prefixed record's bytes).
+	// a fixed-size record, or a length-prefixed record's bytes). The
+	// record's bytes are valid only during the call.
 	Map func(record []byte, emit Emit) error
-	// Combine, optional, is called in the map tasks with a key and its
-	// values of one sorted run; what it emits replaces them. It must keep
-	// the key.
+	// Combine, optional, is called in the map tasks with a key and some
+	// of its values, any number of times (inside the map task's process
+	// on what Map emitted, and on each sorted run); what it emits replaces
+	// them. It must keep the key.
 	Combine func(key []byte, values [][]byte, emit Emit) error
 	// Reduce, optional (nil: the identity), is called with each key and
 	// all its values, in key order.
@@ -36,6 +38,10 @@ type Funcs struct {
 	// partition of a key, 0 <= p < parts.
 	Partition func(key []byte, parts int) int
 }
+
+// defaultCombineMemory bounds the in-mapper combiner's table when the
+// task server did not say the job's sort buffer.
+const defaultCombineMemory = 32 << 20
 
 // taskArg marks a process started as a task of a Go-API job.
 const taskArg = "__plasmamr_task"
@@ -108,6 +114,18 @@ func (f Funcs) RunTask(kind string, args []string, parts int, r *bufio.Reader, w
 				return writeRecord(w, p, key, value)
 			}
 		}
+		if f.Combine != nil {
+			limit := defaultCombineMemory
+			if n, err := strconv.ParseInt(os.Getenv("PLASMAMR_SORT_BUFFER"), 10, 64); err == nil && n > 0 {
+				limit = int(min(n/2, 1<<30))
+			}
+			mc := newMapCombiner(f.Combine, emit, limit)
+			err := readRecords(r, args[0], size, func(rec []byte) error { return f.Map(rec, mc.add) })
+			if err == nil {
+				err = mc.flush()
+			}
+			return err
+		}
 		return readRecords(r, args[0], size, func(rec []byte) error { return f.Map(rec, emit) })
 	case "combine", "reduce":
 		fn := f.Reduce
@@ -143,8 +161,19 @@ func writeRecord(w *bufio.Writer, p int, key, value []byte) error {
 func readRecords(r *bufio.Reader, format string, size int, fn func([]byte) error) error {
 	switch format {
 	case FormatLines:
+		// ReadSlice hands out the reader's buffer: no allocation per line
+		// unless a line is longer than the buffer.
+		var long []byte
 		for {
-			line, err := r.ReadBytes('\n')
+			line, err := r.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				long = append(long, line...)
+				continue
+			}
+			if len(long) > 0 {
+				line = append(long, line...)
+				long = long[:0]
+			}
 			if len(line) > 0 {
 				if ferr := fn(bytes.TrimSuffix(line, []byte{'\n'})); ferr != nil {
 					return ferr

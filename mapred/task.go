@@ -184,6 +184,7 @@ func (e *exec1) env() []string {
 		"PLASMAMR_TASK="+t.Name(),
 		"PLASMAMR_ATTEMPT="+strconv.Itoa(t.Attempt),
 		"PLASMAMR_PARTITIONS="+strconv.Itoa(t.Partitions),
+		"PLASMAMR_SORT_BUFFER="+strconv.FormatInt(t.SortBuffer, 10),
 		"PLASMAMR_TASKSERVER="+e.w.Name,
 		"PLASMAMR_WORK_DIR="+t.Dir)
 	if t.Kind == "map" {
