@@ -2,7 +2,6 @@ package namenode
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/meta"
@@ -165,168 +164,49 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.endTxn(tx, true)
 }
 
-// Committing: one goroutine at a time (holding commitMu) writes batches.
-// A connection goroutine submitting a commit becomes that committer when
-// no batch is being written: it writes the batch (its own commit and any
-// that queued up) and answers its own client itself, so an uncontended
-// commit costs no goroutine hand-off. Otherwise the running committer
-// picks the request up; the background committer goroutine runs what is
-// left, the timer syncs and namenode-internal changes.
+// nnStore is the namenode as the committer's batchStore: the store (or
+// commit log) and the in-memory state a written batch is applied to.
+type nnStore struct{ n *Namenode }
 
-// submit queues r and, if no batch is being written, writes batches on
-// this goroutine (self is the connection it serves, or nil).
-func (n *Namenode) submit(r *commitReq, self *conn) {
-	n.commitQ <- r
-	if n.commitMu.TryLock() {
-		n.runBatches(self)
-		n.commitMu.Unlock()
-	}
-	// Queued while we (or another) held the lock and nobody took it since.
-	if len(n.commitQ) > 0 {
-		select {
-		case n.kick <- struct{}{}:
-		default:
-		}
-	}
+func (s nnStore) internal() []*meta.Change {
+	n := s.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := n.deferred
+	n.deferred = nil
+	return out
 }
 
-// committer is the background committer: the sync timer, leftovers and
-// namenode-internal changes.
-func (n *Namenode) committer() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.SyncInterval)
-	defer t.Stop()
-	for {
-		tick := false
-		select {
-		case <-n.stop:
-			return
-		case <-n.kick:
-		case <-t.C:
-			tick = true
-		}
-		n.commitMu.Lock()
-		if tick && n.unsynced > 0 && !n.failed.Load() {
-			if n.syncStore() {
-				n.unsynced = 0
-			}
-		}
-		n.runBatches(nil)
-		n.commitMu.Unlock()
+func (s nnStore) write(changes []*meta.Change) error {
+	if s.n.clog != nil {
+		return s.n.logBatch(changes)
 	}
+	return s.n.cfg.Store.Apply(context.Background(), changes)
 }
 
-// runBatches writes batches until the queue is empty. Called with commitMu
-// held.
-func (n *Namenode) runBatches(self *conn) {
-	for !n.failed.Load() {
-		var batch []*commitReq
-		n.mu.Lock()
-		for _, c := range n.deferred {
-			// Namenode-internal changes wait for nobody; the commits that
-			// depend on them are in this batch or a later one.
-			batch = append(batch, &commitReq{change: c, async: true})
-		}
-		n.deferred = nil
-		n.mu.Unlock()
-	drain:
-		for len(batch) < 1024 {
-			select {
-			case r := <-n.commitQ:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		if len(batch) == 0 {
-			return
-		}
-		n.writeBatch(batch, self)
-	}
-}
-
-// answer answers r: directly when this goroutine serves its connection,
-// otherwise through the connection's writer.
-func (r *commitReq) answer(self *conn) {
-	if r.direct != nil && r.owner != nil && r.owner == self {
-		r.direct()
-		return
-	}
-	if r.reply != nil {
-		r.reply(nil)
-	}
-}
-
-// writeBatch writes one batch: one store transaction (or one log record)
-// for all of it, then one sync if any commit of the batch (or a barrier)
-// must be durable before it is answered. Async commits are answered
-// between the two. Called with commitMu held.
-func (n *Namenode) writeBatch(batch []*commitReq, self *conn) {
-	changes := make([]*meta.Change, 0, len(batch))
-	durable := false
+func (s nnStore) applied(batch []*commitReq) {
+	n := s.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.appliedSeq++
 	for _, r := range batch {
-		if r.change != nil {
-			changes = append(changes, r.change)
+		if r.tx == nil {
+			continue
 		}
-		if !r.async {
-			durable = true
-		}
-	}
-	if len(changes) > 0 {
-		var err error
-		if n.clog != nil {
-			err = n.logBatch(changes)
-		} else {
-			err = n.cfg.Store.Apply(context.Background(), changes)
-		}
-		if err != nil {
-			// The store's state is unknown now: acknowledge nothing, stop.
-			n.fatal(fmt.Errorf("write a batch of %d changes: %w", len(changes), err))
-			return
-		}
-		n.batches.Add(1)
-		n.mu.Lock()
-		n.appliedSeq++
-		for _, r := range batch {
-			if r.tx == nil {
-				continue
-			}
-			n.applyCommit(r.tx, r.change)
-			n.commits.Add(1)
-		}
-		n.mu.Unlock()
-		n.unsynced += len(changes)
-	}
-	for _, r := range batch {
-		if r.async {
-			r.answer(self)
-		}
-	}
-	if durable || n.unsynced >= n.cfg.SyncCommits {
-		if !n.syncStore() {
-			return
-		}
-		n.unsynced = 0
-	} else {
-		n.mu.Lock()
-		n.releaseFrees() // frees of transactions that ended meanwhile
-		n.mu.Unlock()
-	}
-	for _, r := range batch {
-		if !r.async {
-			r.answer(self)
-		}
+		n.applyCommit(r.tx, r.change)
+		n.commits.Add(1)
 	}
 }
 
-// syncStore makes every applied batch durable (relaxed mode) and releases
-// the blocks waiting for that. Called by the committer only.
-func (n *Namenode) syncStore() bool {
+// sync makes every applied batch durable and releases the blocks waiting
+// for that.
+func (s nnStore) sync() error {
+	n := s.n
 	n.mu.Lock()
 	seq, done := n.appliedSeq, n.durableSeq
 	n.mu.Unlock()
 	if seq == done {
-		return true // nothing applied since the last sync
+		return nil // nothing applied since the last sync
 	}
 	var err error
 	if n.clog != nil {
@@ -337,24 +217,28 @@ func (n *Namenode) syncStore() bool {
 		err = n.cfg.Store.(meta.Syncer).Sync()
 	}
 	if err != nil {
-		n.fatal(fmt.Errorf("sync the metadata store: %w", err))
-		return false
+		return err
 	}
 	n.mu.Lock()
 	n.durableSeq = seq
 	n.releaseFrees()
 	n.mu.Unlock()
-	return true
+	return nil
 }
+
+func (s nnStore) unsynced() {
+	s.n.mu.Lock()
+	s.n.releaseFrees() // frees of transactions that ended meanwhile
+	s.n.mu.Unlock()
+}
+
+func (s nnStore) fatal(err error) { s.n.fatal(err) }
 
 // deferChange queues a namenode-internal change for the committer. Called
 // with n.mu held (so it must not block on the commit queue).
 func (n *Namenode) deferChange(c *meta.Change) {
 	n.deferred = append(n.deferred, c)
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
+	n.cm.poke()
 }
 
 // settleAllocations frees at once the blocks tx allocated but does not

@@ -20,6 +20,8 @@
 // reusable (freeQueue, frees.go). None has a mutex of its own: all are
 // guarded by Namenode.mu, which every request holds while it reads or
 // changes them, so a request sees them consistent with each other. The
-// committer (commit.go), fsck (fsck.go) and the RPC server (server.go,
-// ops.go) are still methods of Namenode.
+// committer (committer, committer.go) batches commits and decides syncs
+// and answers; it writes through the namenode (nnStore, commit.go), which
+// applies written batches under Namenode.mu. Fsck (fsck.go) and the RPC
+// server (server.go, ops.go) are still methods of Namenode.
 package namenode

@@ -120,18 +120,14 @@ type Namenode struct {
 	renameLock *Txn      // holder of the directory-move lock
 	side       sideState
 
-	commitQ  chan *commitReq
-	kick     chan struct{}
-	deferred []*meta.Change // namenode-internal changes for the committer
+	cm       *committer
+	deferred []*meta.Change // namenode-internal changes for the committer (mu)
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
 	// Store batches applied and known durable (guarded by mu; written
 	// only by the committer).
 	appliedSeq, durableSeq uint64
-	commitMu               sync.Mutex  // held by the goroutine writing batches
-	unsynced               int         // commits written since the last sync (commitMu)
-	failed                 atomic.Bool // the store failed: nothing more is written
 
 	// The commit log and its checkpointer (nil without a log).
 	clog     *commitlog.Log
@@ -145,7 +141,6 @@ type Namenode struct {
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
 	commits  atomic.Uint64
-	batches  atomic.Uint64
 
 	lnMu   sync.Mutex
 	lns    []net.Listener
@@ -214,18 +209,17 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n := &Namenode{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		locks:   newLockTable(),
-		txns:    newTxnTable(),
-		nodes:   newNodeRegistry(),
-		commitQ: make(chan *commitReq, 4096),
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		conns:   map[*conn]struct{}{},
-		limits:  connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		locks:  newLockTable(),
+		txns:   newTxnTable(),
+		nodes:  newNodeRegistry(),
+		stop:   make(chan struct{}),
+		conns:  map[*conn]struct{}{},
+		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
 	}
 	n.ns = newNamespace(n.locks)
+	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
 		if a.Type == wire.TypeDir {
@@ -288,7 +282,10 @@ func New(cfg Config) (*Namenode, error) {
 	n.ckptCond = sync.NewCond(&n.ckptMu)
 	n.ckptDone = snap.LogSeq
 	n.wg.Add(2)
-	go n.committer()
+	go func() {
+		defer n.wg.Done()
+		n.cm.run(n.stop)
+	}()
 	go n.reaper()
 	if clog != nil {
 		n.ckptWG.Add(1)
@@ -356,7 +353,7 @@ func (n *Namenode) newIno() (uint64, error) {
 // acknowledged, every connection is closed (clients see the outcome of
 // their pending commits as unknown), and a restart reloads what is durable.
 func (n *Namenode) fatal(err error) {
-	n.failed.Store(true)
+	n.cm.halt()
 	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
 	n.lnMu.Lock()
 	for _, ln := range n.lns {

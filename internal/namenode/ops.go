@@ -215,7 +215,7 @@ func (n *Namenode) opPathOf(_ *conn, tx *Txn, who *auth.Identity, q *wire.Reques
 // opStats answers the request counters, then the namenode process's CPU
 // time (user + system) in ns.
 func (n *Namenode) opStats(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
-	out := []uint64{n.requests.Load(), n.commits.Load(), n.batches.Load()}
+	out := []uint64{n.requests.Load(), n.commits.Load(), n.cm.batches.Load()}
 	for i := range n.perOp {
 		out = append(out, n.perOp[i].Load())
 	}

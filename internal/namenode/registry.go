@@ -55,7 +55,7 @@ func (n *Namenode) registerAsync(c *conn, id uint64, q *wire.Request) {
 	req, resp := n.prepareRegister(c, id, q)
 	n.mu.Unlock()
 	if req != nil {
-		n.submit(req, nil)
+		n.cm.submit(req, nil)
 		return
 	}
 	c.send(id, resp)

@@ -302,11 +302,11 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 		reply:  func(error) { c.sendAsync(id, resp) },
 		direct: func() { c.send(id, resp) }}
 	n.mu.Unlock()
-	n.submit(req, c)
+	n.cm.submit(req, c)
 }
 
 // syncBarrier answers once everything applied before it is durable.
 func (n *Namenode) syncBarrier(c *conn, id uint64) {
-	n.submit(&commitReq{owner: c, reply: func(error) { c.sendAsync(id, &wire.Response{}) },
+	n.cm.submit(&commitReq{owner: c, reply: func(error) { c.sendAsync(id, &wire.Response{}) },
 		direct: func() { c.send(id, &wire.Response{}) }}, c)
 }
