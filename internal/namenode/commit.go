@@ -59,7 +59,7 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 // applyCommit makes a durable change visible in memory and ends tx.
 // Called by the committer with n.mu held.
 func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
-	n.fsckNote(c)
+	n.fsck.note(c)
 	n.epoch++
 	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq, runs: n.settleAllocations(tx, c)}
 	for _, a := range c.PutInodes {

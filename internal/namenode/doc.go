@@ -22,6 +22,7 @@
 // changes them, so a request sees them consistent with each other. The
 // committer (committer, committer.go) batches commits and decides syncs
 // and answers; it writes through the namenode (nnStore, commit.go), which
-// applies written batches under Namenode.mu. Fsck (fsck.go) and the RPC
-// server (server.go, ops.go) are still methods of Namenode.
+// applies written batches under Namenode.mu. Fsck is a checker (fsck.go)
+// over the namespace and the datanode registry, under Namenode.mu. The
+// RPC server (server.go, ops.go) is still methods of Namenode.
 package namenode

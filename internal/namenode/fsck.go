@@ -2,8 +2,10 @@ package namenode
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/meta"
@@ -37,6 +39,27 @@ import (
 // file's block list only by commits naming the file. Problems that depend
 // on touched inodes are checked again in another pass (up to fsckPasses);
 // those still changing then are counted as unsettled, not reported.
+
+// checker is fsck: paged scans of the committed namespace (ns) and the
+// datanode registry (nodes), each scan belonging to a transaction (txns).
+//
+// Lock discipline: no mutex of its own; guarded by Namenode.mu (mu here),
+// which page holds except while it evaluates the end of a pass, over the
+// scan's own records only. Commits tell it what they touch (note) under
+// the same lock.
+type checker struct {
+	mu        *sync.Mutex
+	ns        *namespace
+	nodes     *nodeRegistry
+	txns      *txnTable
+	inoNext   *uint64 // the namenode's next inode number: the end of a pass
+	blocksize int64
+	timeout   time.Duration // a scan unused this long is dropped
+	log       *slog.Logger
+
+	scans   map[uint64]*fsckScan
+	scanSeq uint64
+}
 
 // fsckPageWork is the inode probes and entries per page (a variable for
 // tests, which make pages small).
@@ -113,32 +136,32 @@ type fsckFile struct {
 	off  uint32 // ... from this block of it
 }
 
-// fsckPage answers one OpFsck request. Called with n.mu held; it releases
-// the lock while it evaluates the end of a pass (which needs only the
+// page does the work of one OpFsck request (the caller adds the datanodes
+// and tickets). Called with ck.mu held; it releases the lock while it evaluates the end of a pass (which needs only the
 // scan's own records).
-func (n *Namenode) fsckPage(c *conn, tx *Txn, q *wire.Request) (*wire.Response, error) {
+func (ck *checker) page(tx *Txn, q *wire.Request) (*wire.Response, error) {
 	if tx == nil {
 		return nil, fail(wire.ErrCodeTxn, "fsck runs in a transaction (for its datanode tickets)")
 	}
 	now := time.Now()
 	var s *fsckScan
 	if q.Ino == 0 {
-		for tok, o := range n.side.scans {
-			if n.txns.get(o.key.conn, o.key.id) == nil || now.Sub(o.lastUse) > n.cfg.TxnTimeout || o.key == tx.key {
-				delete(n.side.scans, tok)
+		for tok, o := range ck.scans {
+			if ck.txns.get(o.key.conn, o.key.id) == nil || now.Sub(o.lastUse) > ck.timeout || o.key == tx.key {
+				delete(ck.scans, tok)
 			}
 		}
-		if len(n.side.scans) >= fsckMaxScans {
-			return nil, fail(wire.ErrCodeUnavailable, "%d fsck scans are running; try again later", len(n.side.scans))
+		if len(ck.scans) >= fsckMaxScans {
+			return nil, fail(wire.ErrCodeUnavailable, "%d fsck scans are running; try again later", len(ck.scans))
 		}
-		if n.side.scans == nil {
-			n.side.scans = map[uint64]*fsckScan{}
+		if ck.scans == nil {
+			ck.scans = map[uint64]*fsckScan{}
 		}
-		n.side.scanSeq++
-		s = &fsckScan{key: tx.key, token: n.side.scanSeq, names: map[uint64]dirName{}, emitted: map[uint64]bool{}}
-		n.side.scans[s.token] = s
-		n.fsckBeginPass(s, 1, nil)
-	} else if s = n.side.scans[q.Ino]; s == nil || s.key != tx.key {
+		ck.scanSeq++
+		s = &fsckScan{key: tx.key, token: ck.scanSeq, names: map[uint64]dirName{}, emitted: map[uint64]bool{}}
+		ck.scans[s.token] = s
+		ck.beginPass(s, 1, nil)
+	} else if s = ck.scans[q.Ino]; s == nil || s.key != tx.key {
 		return nil, fail(wire.ErrCodeInvalid, "fsck scan %d is not running in this transaction", q.Ino)
 	}
 	s.lastUse = now
@@ -152,28 +175,28 @@ func (n *Namenode) fsckPage(c *conn, tx *Txn, q *wire.Request) (*wire.Response, 
 				work = fsckPageWork // the answer is full
 				continue
 			}
-			b, x, sz := n.fsckSendFile(s, resp, fsckPageBlocks-blocks, fsckPageBytes-size)
+			b, x, sz := ck.sendFile(s, resp, fsckPageBlocks-blocks, fsckPageBytes-size)
 			blocks += b
 			size += sz
 			work += b/64 + x + 1
 		case s.dir != nil:
-			work += n.fsckEntries(s, resp, &files, fsckPageWork-work)
+			work += ck.entries(s, resp, &files, fsckPageWork-work)
 		case s.next < s.end:
-			work += n.fsckProbe(s)
+			work += ck.probe(s)
 		default:
 			// End of a pass: evaluate without the lock.
 			touched := s.touched
 			s.touched = map[uint64]bool{}
 			issues := func() []fsckIssue {
-				n.mu.Unlock()
-				defer n.mu.Lock() // also if it panics: the caller unlocks
+				ck.mu.Unlock()
+				defer ck.mu.Lock() // also if it panics: the caller unlocks
 				return s.evaluate(touched)
 			}()
-			if !n.txns.open(tx) || n.side.scans[s.token] != s {
-				delete(n.side.scans, s.token)
+			if !ck.txns.open(tx) || ck.scans[s.token] != s {
+				delete(ck.scans, s.token)
 				return nil, fail(wire.ErrCodeTxn, "transaction %d ended during fsck, or its scan expired", tx.key.id)
 			}
-			n.fsckSettle(s, issues)
+			ck.settle(s, issues)
 			work = fsckPageWork
 		}
 	}
@@ -191,26 +214,37 @@ func (n *Namenode) fsckPage(c *conn, tx *Txn, q *wire.Request) (*wire.Response, 
 	done := uint64(0)
 	if s.done && len(s.problems) == 0 {
 		done = 1
-		delete(n.side.scans, s.token)
+		delete(ck.scans, s.token)
 	}
 	resp.Counters = []uint64{s.token, done, files, uint64(s.unsettled)}
+	return resp, nil
+}
+
+// fsckPage answers one OpFsck request: a page of the scan, with the
+// datanodes and the tickets that let the client verify the blocks listed.
+// Called with n.mu held.
+func (n *Namenode) fsckPage(tx *Txn, q *wire.Request) (*wire.Response, error) {
+	resp, err := n.fsck.page(tx, q)
+	if err != nil {
+		return nil, err
+	}
 	resp.Nodes = n.nodeList()
 	return n.ticketed(tx, resp), nil
 }
 
-// fsckNote tells the running scans which inodes a commit touches. Called by
-// applyCommit, with n.mu held, before it changes anything.
-func (n *Namenode) fsckNote(c *meta.Change) {
-	if len(n.side.scans) == 0 {
+// note tells the running scans which inodes a commit touches. Called by
+// applyCommit, with ck.mu held, before it changes anything.
+func (ck *checker) note(c *meta.Change) {
+	if len(ck.scans) == 0 {
 		return
 	}
 	touch := func(ino uint64) {
-		for _, s := range n.side.scans {
+		for _, s := range ck.scans {
 			s.touched[ino] = true
 		}
 	}
 	named := func(parent uint64, name string) {
-		if p := n.ns.inodes[parent]; p != nil {
+		if p := ck.ns.inodes[parent]; p != nil {
 			if old, ok := p.entries[name]; ok {
 				touch(old)
 			}
@@ -236,9 +270,9 @@ func (n *Namenode) fsckNote(c *meta.Change) {
 	}
 }
 
-func (n *Namenode) fsckBeginPass(s *fsckScan, pass int, pending map[uint64]bool) {
+func (ck *checker) beginPass(s *fsckScan, pass int, pending map[uint64]bool) {
 	s.pass = pass
-	s.next, s.end = 1, n.inoNext
+	s.next, s.end = 1, *ck.inoNext
 	s.dir, s.file = nil, nil
 	s.recs = map[uint64]*fsckIno{}
 	s.multi = map[uint64][]uint64{}
@@ -263,10 +297,10 @@ func (s *fsckScan) rec(ino uint64) *fsckIno {
 }
 
 // fsckProbe records inode s.next and returns the work done.
-func (n *Namenode) fsckProbe(s *fsckScan) int {
+func (ck *checker) probe(s *fsckScan) int {
 	ino := s.next
 	s.next++
-	in := n.ns.inodes[ino]
+	in := ck.ns.inodes[ino]
 	if in == nil {
 		return 1
 	}
@@ -285,7 +319,7 @@ func (n *Namenode) fsckProbe(s *fsckScan) int {
 		}
 		sort.Slice(d.ents, func(i, j int) bool { return d.ents[i].name < d.ents[j].name })
 		if s.pass == 1 {
-			d.path = n.fsckPath(s, ino)
+			d.path = ck.path(s, ino)
 		}
 		s.dir = d
 		work += len(d.ents) / 8
@@ -304,7 +338,7 @@ func (n *Namenode) fsckProbe(s *fsckScan) int {
 
 // fsckEntries goes through entries of the current directory and returns
 // the work done; it stops early to send a file's block list.
-func (n *Namenode) fsckEntries(s *fsckScan, resp *wire.Response, files *uint64, budget int) int {
+func (ck *checker) entries(s *fsckScan, resp *wire.Response, files *uint64, budget int) int {
 	d := s.dir
 	work := 0
 	for d.pos < len(d.ents) && work < budget {
@@ -321,12 +355,12 @@ func (n *Namenode) fsckEntries(s *fsckScan, resp *wire.Response, files *uint64, 
 		if s.pass != 1 {
 			continue
 		}
-		p := n.ns.inodes[d.ino]
+		p := ck.ns.inodes[d.ino]
 		if p == nil || p.entries[e.name] != e.ino {
 			continue // changed since the directory was probed
 		}
 		cp := joinPath(d.path, e.name)
-		child := n.ns.inodes[e.ino]
+		child := ck.ns.inodes[e.ino]
 		if child == nil {
 			s.report(fmt.Sprintf("%s: entry refers to missing inode %d", cp, e.ino))
 			continue
@@ -362,14 +396,14 @@ func joinPath(dir, name string) string {
 // fsckSendFile adds (part of) the current file's block list to resp,
 // with the checks that hold at this instant, and returns the blocks and
 // extents added and their size in the answer (roughly).
-func (n *Namenode) fsckSendFile(s *fsckScan, resp *wire.Response, maxBlocks, maxBytes int) (int, int, int) {
+func (ck *checker) sendFile(s *fsckScan, resp *wire.Response, maxBlocks, maxBytes int) (int, int, int) {
 	f := s.file
-	in := n.ns.inodes[f.ino]
+	in := ck.ns.inodes[f.ino]
 	if in == nil || in.attr.Type != wire.TypeFile {
 		s.file = nil // deleted meanwhile
 		return 0, 0, 0
 	}
-	bs := int64(n.cfg.Blocksize)
+	bs := ck.blocksize
 	nblocks := uint64((in.attr.Size + bs - 1) / bs)
 	fb := wire.FileBlocks{Path: f.path, Size: in.attr.Size, Rep: in.attr.Rep}
 	blocks, size := 0, len(f.path)+16
@@ -380,7 +414,7 @@ func (n *Namenode) fsckSendFile(s *fsckScan, resp *wire.Response, maxBlocks, max
 			continue
 		}
 		if f.off == 0 {
-			n.fsckExtent(s, f.path, in, x, nblocks)
+			ck.extent(s, f.path, in, x, nblocks)
 		}
 		// A part of at most the room left.
 		k := min(x.Count-f.off, uint32(maxBlocks-blocks), uint32(max(1, (maxBytes-size)/4)))
@@ -413,7 +447,7 @@ const ticketSize = 128
 
 // fsckExtent checks one extent of a file against the file and the
 // datanodes.
-func (n *Namenode) fsckExtent(s *fsckScan, path string, in *inode, x wire.Extent, nblocks uint64) {
+func (ck *checker) extent(s *fsckScan, path string, in *inode, x wire.Extent, nblocks uint64) {
 	last := x.Index + uint64(x.Count) - 1
 	if len(x.CRC) != int(x.Count) {
 		s.report(fmt.Sprintf("%s: blocks %d-%d have %d checksums", path, x.Index, last, len(x.CRC)))
@@ -425,7 +459,7 @@ func (n *Namenode) fsckExtent(s *fsckScan, path string, in *inode, x wire.Extent
 		s.report(fmt.Sprintf("%s: blocks %d-%d have %d of %d replicas", path, x.Index, last, len(x.Replicas), in.attr.Rep))
 	}
 	for _, r := range x.Replicas {
-		dn := n.nodes.get(r.Node)
+		dn := ck.nodes.get(r.Node)
 		if dn == nil {
 			s.report(fmt.Sprintf("%s: blocks %d-%d are on unknown datanode %d", path, x.Index, last, r.Node))
 			continue
@@ -445,16 +479,16 @@ func (n *Namenode) fsckExtent(s *fsckScan, path string, in *inode, x wire.Extent
 // fsckPath returns the path of directory d as far as the scan knows it,
 // looking up names it has not seen yet (directories named by a directory
 // with a higher inode number).
-func (n *Namenode) fsckPath(s *fsckScan, d uint64) string {
+func (ck *checker) path(s *fsckScan, d uint64) string {
 	var parts []string
 	for cur := d; cur != rootIno; {
 		nm, ok := s.names[cur]
 		if !ok {
-			in := n.ns.inodes[cur]
+			in := ck.ns.inodes[cur]
 			if in == nil {
 				return fmt.Sprintf("<inode %d>", d)
 			}
-			p := n.ns.inodes[in.parent]
+			p := ck.ns.inodes[in.parent]
 			if p != nil {
 				for name, ino := range p.entries {
 					if ino == cur {
@@ -635,8 +669,8 @@ func (s *fsckScan) evaluate(touched map[uint64]bool) []fsckIssue {
 }
 
 // fsckSettle reports the settled problems of a finished pass and begins
-// another pass for the others, or ends the scan. Called with n.mu held.
-func (n *Namenode) fsckSettle(s *fsckScan, issues []fsckIssue) {
+// another pass for the others, or ends the scan. Called with ck.mu held.
+func (ck *checker) settle(s *fsckScan, issues []fsckIssue) {
 	pending := map[uint64]bool{}
 	for _, is := range issues {
 		if !is.settled {
@@ -646,49 +680,49 @@ func (n *Namenode) fsckSettle(s *fsckScan, issues []fsckIssue) {
 			}
 			continue
 		}
-		s.report(n.fsckMessage(s, is))
+		s.report(ck.message(s, is))
 	}
 	if len(pending) > 0 && s.pass < fsckPasses {
-		n.fsckBeginPass(s, s.pass+1, pending)
+		ck.beginPass(s, s.pass+1, pending)
 		return
 	}
 	if len(pending) > 0 {
-		n.log.Info("fsck: inodes changed during every pass were not checked", "inodes", len(pending))
+		ck.log.Info("fsck: inodes changed during every pass were not checked", "inodes", len(pending))
 	}
 	s.unsettled = len(pending)
 	s.done = true
 }
 
 // fsckMessage renders a problem, naming paths as they are now.
-func (n *Namenode) fsckMessage(s *fsckScan, is fsckIssue) string {
+func (ck *checker) message(s *fsckScan, is fsckIssue) string {
 	switch is.kind {
 	case issueUnreachable:
 		return fmt.Sprintf("inode %d is not reachable from /", is.ino)
 	case issueLinks:
-		return fmt.Sprintf("%s: link count %d but %d names", n.fsckFilePath(s, is.ino, is.r.via), is.r.nlink, is.r.names)
+		return fmt.Sprintf("%s: link count %d but %d names", ck.filePath(s, is.ino, is.r.via), is.r.nlink, is.r.names)
 	case issueDirNames:
-		return fmt.Sprintf("%s: directory inode %d has %d names", n.fsckPath(s, is.ino), is.ino, is.r.names)
+		return fmt.Sprintf("%s: directory inode %d has %d names", ck.path(s, is.ino), is.ino, is.r.names)
 	case issueDirParent:
-		return fmt.Sprintf("%s: directory inode %d records parent %d, which has no entry for it", n.fsckFilePath(s, is.ino, is.r.via), is.ino, is.r.parent)
+		return fmt.Sprintf("%s: directory inode %d records parent %d, which has no entry for it", ck.filePath(s, is.ino, is.r.via), is.ino, is.r.parent)
 	case issueShared:
 		x, y := is.x, is.y
 		from := max(x.start, y.start)
 		dn := fmt.Sprint(x.node)
-		if d := n.nodes.get(x.node); d != nil {
+		if d := ck.nodes.get(x.node); d != nil {
 			dn = d.Identity
 		}
 		return fmt.Sprintf("%s: block %d shares datanode %s block %d with %s block %d",
-			n.fsckFilePath(s, x.ino, s.recs[x.ino].via), x.index+(from-x.start), dn, from, n.fsckFilePath(s, y.ino, s.recs[y.ino].via), y.index+(from-y.start))
+			ck.filePath(s, x.ino, s.recs[x.ino].via), x.index+(from-x.start), dn, from, ck.filePath(s, y.ino, s.recs[y.ino].via), y.index+(from-y.start))
 	}
 	return fmt.Sprintf("inode %d: problem %d", is.ino, is.kind)
 }
 
 // fsckFilePath names inode ino, which directory dir names.
-func (n *Namenode) fsckFilePath(s *fsckScan, ino, dir uint64) string {
-	if p := n.ns.inodes[dir]; p != nil {
+func (ck *checker) filePath(s *fsckScan, ino, dir uint64) string {
+	if p := ck.ns.inodes[dir]; p != nil {
 		for name, c := range p.entries {
 			if c == ino {
-				return joinPath(n.fsckPath(s, dir), name)
+				return joinPath(ck.path(s, dir), name)
 			}
 		}
 	}

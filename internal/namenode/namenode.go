@@ -118,7 +118,7 @@ type Namenode struct {
 	epoch      uint64
 	frees      freeQueue // blocks freed, not yet reusable
 	renameLock *Txn      // holder of the directory-move lock
-	side       sideState
+	fsck       *checker  // guarded by mu
 
 	cm       *committer
 	deferred []*meta.Change // namenode-internal changes for the committer (mu)
@@ -220,6 +220,8 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.ns = newNamespace(n.locks)
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
+	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inoNext,
+		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
 		if a.Type == wire.TypeDir {

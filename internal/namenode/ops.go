@@ -71,7 +71,7 @@ func init() {
 		}},
 		wire.OpHeartbeat: {opDatanode, (*Namenode).opHeartbeat},
 		wire.OpFsck: {opSuperuser, func(n *Namenode, c *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
-			return n.fsckPage(c, tx, q)
+			return n.fsckPage(tx, q)
 		}},
 		wire.OpCreate: {opNeedsTxn, (*Namenode).opCreate},
 		wire.OpSetAttr: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {

@@ -31,13 +31,6 @@ func (d *dnode) nodeInfo() wire.NodeInfo {
 	return ni
 }
 
-// sideState is namenode state kept by fsck.go: fsck scans in progress.
-// Guarded by Namenode.mu.
-type sideState struct {
-	scans   map[uint64]*fsckScan
-	scanSeq uint64
-}
-
 // namespace is the namespace id of the store ("" if it has none).
 func (n *Namenode) namespace() string {
 	if s, ok := n.cfg.Store.(meta.Namespacer); ok {
