@@ -24,5 +24,9 @@
 // and answers; it writes through the namenode (nnStore, commit.go), which
 // applies written batches under Namenode.mu. Fsck is a checker (fsck.go)
 // over the namespace and the datanode registry, under Namenode.mu. The
-// RPC server (server.go, ops.go) is still methods of Namenode.
+// RPC server (rpcServer, rpcserver.go) does connections, framing,
+// handshakes and dispatch; it calls the namenode's requestHandler methods
+// (server.go), which run requests through the operation table (ops.go)
+// under Namenode.mu. The ~40 operation handlers remain Namenode methods:
+// each reads and changes several of the parts above under the one lock.
 package namenode

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -138,14 +137,9 @@ type Namenode struct {
 	ckptStop bool
 	ckptWG   sync.WaitGroup
 
-	requests atomic.Uint64
-	perOp    [wire.NumOps]atomic.Uint64
-	commits  atomic.Uint64
+	commits atomic.Uint64
 
-	lnMu   sync.Mutex
-	lns    []net.Listener
-	conns  map[*conn]struct{}
-	limits *connlimit.Limiter
+	srv *rpcServer
 }
 
 // New loads the metadata from cfg.Store and starts the committer.
@@ -209,16 +203,17 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n := &Namenode{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		locks:  newLockTable(),
-		txns:   newTxnTable(),
-		nodes:  newNodeRegistry(),
-		stop:   make(chan struct{}),
-		conns:  map[*conn]struct{}{},
-		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns),
+		cfg:   cfg,
+		log:   cfg.Logger,
+		locks: newLockTable(),
+		txns:  newTxnTable(),
+		nodes: newNodeRegistry(),
+		stop:  make(chan struct{}),
 	}
 	n.ns = newNamespace(n.locks)
+	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
+		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
+		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns)}
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
 	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inoNext,
 		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
@@ -357,14 +352,7 @@ func (n *Namenode) newIno() (uint64, error) {
 func (n *Namenode) fatal(err error) {
 	n.cm.halt()
 	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
-	n.lnMu.Lock()
-	for _, ln := range n.lns {
-		ln.Close()
-	}
-	for c := range n.conns {
-		c.nc.Close()
-	}
-	n.lnMu.Unlock()
+	n.srv.closeAll()
 	if n.cfg.Fatal != nil {
 		n.cfg.Fatal(err)
 		return
@@ -375,14 +363,7 @@ func (n *Namenode) fatal(err error) {
 // Close stops listeners, closes connections (aborting their transactions)
 // and stops background work. It does not close the store.
 func (n *Namenode) Close() error {
-	n.lnMu.Lock()
-	for _, ln := range n.lns {
-		ln.Close()
-	}
-	for c := range n.conns {
-		c.nc.Close()
-	}
-	n.lnMu.Unlock()
+	n.srv.closeAll()
 	close(n.stop)
 	n.wg.Wait()
 	// The checkpointer applies what is logged, then stops; the log itself

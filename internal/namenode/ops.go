@@ -215,9 +215,9 @@ func (n *Namenode) opPathOf(_ *conn, tx *Txn, who *auth.Identity, q *wire.Reques
 // opStats answers the request counters, then the namenode process's CPU
 // time (user + system) in ns.
 func (n *Namenode) opStats(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
-	out := []uint64{n.requests.Load(), n.commits.Load(), n.cm.batches.Load()}
-	for i := range n.perOp {
-		out = append(out, n.perOp[i].Load())
+	out := []uint64{n.srv.requests.Load(), n.commits.Load(), n.cm.batches.Load()}
+	for i := range n.srv.perOp {
+		out = append(out, n.srv.perOp[i].Load())
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {

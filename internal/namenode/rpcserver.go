@@ -1,0 +1,308 @@
+package namenode
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/connlimit"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// rpcServer is the namenode's RPC server: listeners, connections and
+// their limits, handshakes, reading request frames and writing answers,
+// and dispatch of each request to the namenode (requestHandler): commits,
+// sync barriers and the requests that wait outside the lock to their own
+// paths, every other request through the operation table under the
+// namenode lock. It knows nothing of transactions or metadata.
+//
+// Lock discipline: lnMu guards lns and conns; the limiter and the
+// counters are safe for concurrent use. It never takes Namenode.mu
+// itself: the handler's methods do.
+type rpcServer struct {
+	h           requestHandler
+	security    auth.Level
+	credential  *auth.Credential
+	idleTimeout time.Duration
+	log         *slog.Logger
+	stop        <-chan struct{}
+
+	lnMu   sync.Mutex
+	lns    []net.Listener
+	conns  map[*conn]struct{}
+	limits *connlimit.Limiter
+
+	requests atomic.Uint64
+	perOp    [wire.NumOps]atomic.Uint64
+}
+
+// requestHandler is what the server dispatches requests to.
+type requestHandler interface {
+	// handleSafely runs a request answered at once (a panic contained).
+	handleSafely(c *conn, q *wire.Request) (*wire.Response, error)
+	// commit commits c's transaction txID and answers resp (empty when
+	// nil) once durable, or applied if async.
+	commit(c *conn, id, txID uint64, async bool, resp *wire.Response)
+	// syncBarrier answers once everything applied before is durable.
+	syncBarrier(c *conn, id uint64)
+	// serveAsync runs a request that waits outside the lock and answers
+	// it itself.
+	serveAsync(c *conn, id uint64, q *wire.Request)
+	// abortTxn ends c's transaction txID, if open and not committing
+	// (a compound request's change failed).
+	abortTxn(c *conn, txID uint64)
+	// connGone aborts what c left open; c is closed.
+	connGone(c *conn)
+}
+
+// closeAll closes the listeners and every connection.
+func (srv *rpcServer) closeAll() {
+	srv.lnMu.Lock()
+	for _, ln := range srv.lns {
+		ln.Close()
+	}
+	for c := range srv.conns {
+		c.nc.Close()
+	}
+	srv.lnMu.Unlock()
+}
+
+// conn is one client (or datanode) connection. Requests are read and
+// answered in order by one goroutine; only commits, which wait for the
+// disk, are answered from a goroutine of their own.
+type conn struct {
+	nc    net.Conn
+	wmu   sync.Mutex
+	who   *auth.Identity // nil at security level none
+	ntxns int            // open transactions (guarded by Namenode.mu)
+
+	// Answers from other goroutines (the committer) are queued for the
+	// connection's writer, so a client that stops reading blocks nobody
+	// but itself.
+	qmu    sync.Mutex
+	queue  [][]byte
+	queued int
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+// writeTimeout bounds one reply write; a client that does not read its
+// answers for this long is disconnected.
+const writeTimeout = 30 * time.Second
+
+// maxQueued bounds the answers queued for a client that does not read.
+const maxQueued = 16 << 20
+
+func newConn(nc net.Conn, who *auth.Identity) *conn {
+	c := &conn{nc: nc, who: who, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go c.writer()
+	return c
+}
+
+func frame(id uint64, r *wire.Response) []byte {
+	b := wire.AppendResponse(wire.BeginFrame(make([]byte, 0, 128)), r)
+	return wire.FinishFrame(b, id)
+}
+
+// send writes an answer from the connection's own goroutine.
+func (c *conn) send(id uint64, r *wire.Response) error {
+	return c.write(frame(id, r))
+}
+
+func (c *conn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := c.nc.Write(b)
+	if err != nil {
+		c.nc.Close() // a timed-out TLS write leaves the stream unusable
+	}
+	return err
+}
+
+// sendAsync queues an answer for the writer; it never blocks.
+func (c *conn) sendAsync(id uint64, r *wire.Response) {
+	b := frame(id, r)
+	c.qmu.Lock()
+	if c.queued+len(b) > maxQueued {
+		c.qmu.Unlock()
+		c.nc.Close()
+		return
+	}
+	c.queue = append(c.queue, b)
+	c.queued += len(b)
+	c.qmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) writer() {
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.wake:
+		}
+		c.qmu.Lock()
+		q := c.queue
+		c.queue, c.queued = nil, 0
+		c.qmu.Unlock()
+		for _, b := range q {
+			if c.write(b) != nil {
+				break
+			}
+		}
+	}
+}
+
+// Serve accepts connections on ln until Close. Accept errors (such as
+// running out of file descriptors) are retried with backoff; they never
+// end Serve.
+func (n *Namenode) Serve(ln net.Listener) error { return n.srv.serve(ln) }
+
+func (srv *rpcServer) serve(ln net.Listener) error {
+	srv.lnMu.Lock()
+	srv.lns = append(srv.lns, ln)
+	srv.lnMu.Unlock()
+	var backoff connlimit.Backoff
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-srv.stop:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			srv.log.Warn("accept failed, retrying", "err", err)
+			if !backoff.Wait(srv.stop) {
+				return nil
+			}
+			continue
+		}
+		backoff.Reset()
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		if err := srv.limits.StartHandshake(connlimit.Source(nc)); err != nil {
+			srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", err)
+			nc.Close()
+			continue
+		}
+		go srv.handshake(nc)
+	}
+}
+
+// handshake authenticates a new connection at the configured level.
+func (srv *rpcServer) handshake(nc net.Conn) {
+	sc, who, err := auth.Server(nc, srv.security, srv.credential)
+	user, privileged := "", who == nil
+	if who != nil {
+		user = who.User
+		privileged = who.Super() || who.Role.Daemon()
+	}
+	if lerr := srv.limits.EndHandshake(connlimit.Source(nc), err == nil, user, privileged); err != nil {
+		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
+		nc.Close()
+		return
+	} else if lerr != nil {
+		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", lerr)
+		c := newConn(sc, who)
+		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + lerr.Error()})
+		close(c.done)
+		sc.Close()
+		return
+	}
+	c := newConn(sc, who)
+	srv.lnMu.Lock()
+	srv.conns[c] = struct{}{}
+	srv.lnMu.Unlock()
+	srv.serveConn(c)
+}
+
+func (srv *rpcServer) serveConn(c *conn) {
+	defer func() {
+		close(c.done)
+		c.nc.Close()
+		srv.lnMu.Lock()
+		delete(srv.conns, c)
+		srv.lnMu.Unlock()
+		user := ""
+		if c.who != nil {
+			user = c.who.User
+		}
+		srv.limits.Closed(user)
+		srv.h.connGone(c)
+	}()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(srv.idleTimeout))
+		id, payload, nb, err := wire.ReadFrame(r, buf)
+		buf = nb
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				srv.log.Debug("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		q, err := wire.DecodeRequest(payload)
+		if cap(buf) > 1<<20 {
+			buf = nil // a large frame's buffer is not kept for the connection's life
+		}
+		if err != nil {
+			// The frame was read whole, so the stream is intact: answer
+			// this request and keep the connection (and its transactions).
+			srv.log.Debug("bad request", "remote", c.nc.RemoteAddr(), "err", err)
+			if c.send(id, &wire.Response{Code: wire.ErrCodeInvalid, Msg: "bad request: " + err.Error()}) != nil {
+				return
+			}
+			continue
+		}
+		srv.requests.Add(1)
+		srv.perOp[q.Op].Add(1)
+		if q.Op == wire.OpCommit {
+			srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, nil)
+			continue
+		}
+		if q.Op == wire.OpSync {
+			srv.h.syncBarrier(c, id)
+			continue
+		}
+		if q.Op == wire.OpRegister || q.Op == wire.OpBackup {
+			srv.h.serveAsync(c, id, q)
+			continue
+		}
+		resp, err := srv.h.handleSafely(c, q)
+		if q.Flags&wire.FlagCommit != 0 && q.Txn != 0 {
+			// A compound request: the change and its commit in one round
+			// trip. On failure nothing of the transaction remains.
+			if err == nil {
+				if resp == nil {
+					resp = &wire.Response{}
+				}
+				srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, resp)
+				continue
+			}
+			srv.h.abortTxn(c, q.Txn)
+		}
+		if err != nil {
+			resp = toResponse(err)
+		} else if resp == nil {
+			resp = &wire.Response{}
+		}
+		if err := c.send(id, resp); err != nil {
+			return
+		}
+	}
+}
