@@ -16,10 +16,9 @@ import (
 
 // fakeHandler answers requests by op and records the other calls.
 type fakeHandler struct {
-	mu      sync.Mutex
-	calls   []string
-	gone    chan *conn
-	commits chan *wire.Response
+	mu    sync.Mutex
+	calls []string
+	gone  chan *conn
 }
 
 func (h *fakeHandler) log(s string) {
