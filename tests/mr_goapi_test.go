@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 // TestMRGoAPI: a word count written as Go functions (map, combine, reduce
 // and a partitioner by first letter), built here into one executable that
 // submits the job and serves as its tasks, gives exactly the counts of the
-// input computed here, each word in the partition its first letter picks.
+// input computed here, each word in the partition its first letter picks,
+// and its map tasks combine their output before handing it on.
 func TestMRGoAPI(t *testing.T) {
 	exe := filepath.Join(t.TempDir(), "gowc")
 	build := exec.Command("go", "build", "-o", exe, "./testdata/gowc")
@@ -34,6 +36,15 @@ func TestMRGoAPI(t *testing.T) {
 	}
 	if reportValue(t, string(out), "Map tasks") == "1" {
 		t.Fatalf("one map task: the input was not split\n%s", out)
+	}
+	// The map tasks combine in their own process (a 32 KiB table here): fewer records
+	// reach the task runner than the input has words.
+	words := 0
+	for _, b := range files {
+		words += len(strings.Fields(string(b)))
+	}
+	if n, err := strconv.Atoi(reportValue(t, string(out), "Map output records")); err != nil || n >= words*3/4 {
+		t.Fatalf("map output records %d (%v) of %d words: not combined in the map tasks\n%s", n, err, words, out)
 	}
 	got := mrOutput(t, c, "/out", 3, nil)
 	sort.Strings(got)
