@@ -142,15 +142,7 @@ func MountSeq(ctx context.Context, c *client.Client, o MountSeqOptions) (*Report
 	native := filepath.ToSlash(filepath.Join(o.Path, "plasma-bench-mount-put"))
 	viaMount := filepath.Join(o.Target, "plasma-bench-mount-cp")
 	pairs := newPairedRates(o.Size)
-	put := func() error {
-		f, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = c.CopyIn(ctx, f, native, client.CopyOptions{CommitEvery: 1 << 30})
-		return err
-	}
+	put := func() error { return putFile(ctx, c, src, native) }
 	dst := filepath.Join(o.LocalDir, "plasma-bench-mount-copy")
 	defer os.Remove(dst)
 	get := func() error {

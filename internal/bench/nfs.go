@@ -69,15 +69,7 @@ func NFS(ctx context.Context, c *client.Client, o NFSOptions) (*Report, error) {
 	for run := 0; run < o.Runs; run++ {
 		removeIfExists(ctx, c, native)
 		removeIfExists(ctx, c, viaNFS)
-		put := func() error {
-			f, err := os.Open(src)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = c.CopyIn(ctx, f, native, client.CopyOptions{CommitEvery: 1 << 30})
-			return err
-		}
+		put := func() error { return putFile(ctx, c, src, native) }
 		get := func() error {
 			os.Remove(dst)
 			lf, err := os.Create(dst)

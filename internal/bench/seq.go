@@ -141,6 +141,18 @@ func readAll(path string) error {
 	return err
 }
 
+// putFile copies the local file src to name in PlasmaFS as plasma put
+// does, committing once at the end.
+func putFile(ctx context.Context, c *client.Client, src, name string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = c.CopyIn(ctx, f, name, client.CopyOptions{CommitEvery: 1 << 30})
+	return err
+}
+
 func getTo(ctx context.Context, c *client.Client, name string, w io.Writer) error {
 	tx, _ := c.Begin(ctx)
 	defer tx.Abort(ctx)
