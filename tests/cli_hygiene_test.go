@@ -94,7 +94,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"put", "-commit-every", "-5", local, "/x"}, "-commit-every"},
 		{[]string{"create", "-rep", "17", "/x"}, "-rep"},
 		{[]string{"ls", "-bogus", "/"}, "-bogus"},
-		{[]string{"cluster"}, "unknown command"},
+		{[]string{"cluster"}, "missing subcommand"},
+		{[]string{"kv"}, "missing subcommand"},
 	}
 	type result struct {
 		stdout, stderr string
@@ -121,9 +122,10 @@ func TestFlagErrors(t *testing.T) {
 			cmd += " " + tc.args[1]
 		}
 		switch {
-		case cmd == "cluster":
-			if len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.Contains(lines[0], "cluster up") {
-				t.Errorf("plasma %q: stderr %q, want one line naming 'cluster up'", tc.args, r.stderr)
+		case len(tc.args) == 1 && (cmd == "cluster" || cmd == "kv"):
+			// A group without its subcommand: the error, then the list.
+			if !strings.HasPrefix(lines[0], "plasma "+cmd+": "+tc.want) || !strings.Contains(r.stderr, "\n  create ") && !strings.Contains(r.stderr, "\n  up ") {
+				t.Errorf("plasma %q: stderr %q, want the error and the subcommands", tc.args, r.stderr)
 			}
 		case len(lines) != 2 || !strings.HasPrefix(lines[0], "plasma "+cmd+": ") || !strings.Contains(lines[0], tc.want) ||
 			!strings.HasPrefix(lines[1], "usage: plasma "+cmd+" "):
@@ -152,6 +154,22 @@ func TestFlagErrors(t *testing.T) {
 	o, e, code := runPlasma(t, env, 20*time.Second, "put", "-help")
 	if code != 0 || !strings.Contains(o, "usage: plasma put") || !strings.Contains(o, "-commit-every") || e != "" {
 		t.Errorf("put -help: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	// Groups list their subcommands, whichever way help is asked for.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cluster", "--help"}, "  up "},
+		{[]string{"kv", "-h"}, "  lookup "},
+		{[]string{"help", "mr"}, "  taskserver "},
+		{[]string{"bench", "-help"}, "  metarates "},
+		{[]string{"admin", "--help"}, "  user add NAME "},
+	} {
+		o, e, code := runPlasma(t, env, 20*time.Second, tc.args...)
+		if code != 0 || !strings.Contains(o, tc.want) || e != "" {
+			t.Errorf("plasma %q: exit %d, stdout %q, stderr %q", tc.args, code, o, e)
+		}
 	}
 }
 

@@ -32,6 +32,15 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	if len(args) >= 1 && args[0] == "backup" {
 		return adminBackup(ctx, args[1:])
 	}
+	if len(args) >= 1 && isHelpArg(args[0]) {
+		fmt.Fprint(stdout, `usage: plasma admin SUBCOMMAND [options]   ('plasma admin SUBCOMMAND -help' for options)
+
+  user add NAME   issue a credential for a user, signed by the cluster CA (on the machine holding the cluster's secrets)
+  stats           show the namenode's request and commit counters
+  backup FILE     write a consistent copy of the running namenode's metadata
+`)
+		return nil
+	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
 		return usagef("'plasma admin user add NAME', 'plasma admin stats' or 'plasma admin backup FILE'")
 	}

@@ -16,6 +16,33 @@ func init() {
 	register("bench", "seq|lookup|create|random|parallel-cat|metarates|fdtree|append|mount-seq|security|kv|mr|build|nfs [options]", "reproduce the seed benchmarks beside their references", cmdBench)
 }
 
+// benchmarks describes each benchmark for 'plasma bench -help'.
+var benchmarks = [][2]string{
+	{"seq", "put, get and cat of a large file per replication beside the same file written (with fsync) and read locally"},
+	{"lookup", "synchronous inode lookups through the namenode beside a raw TCP ping-pong and an empty RPC"},
+	{"create", "create+commit of empty files, -mode durable|async, beside a create-shaped SQLite commit, an O_DSYNC append and a TCP ping-pong"},
+	{"random", "random whole-block reads (counting namenode requests) beside the same reads of a local copy"},
+	{"parallel-cat", "P concurrent readers of one file beside a single reader"},
+	{"metarates", "create/stat/utime per process (seed 004) through the API or a mounted directory (-target)"},
+	{"fdtree", "a deep directory tree created and removed (seed 004)"},
+	{"append", "small appends each followed by fsync, through a mount (-target), beside a local directory (-ref)"},
+	{"mount-seq", "a large file written and read through the FUSE mount beside put and get"},
+	{"security", "what each security level costs: stat round trips and block reads beside a plain cluster"},
+	{"kv", "Plasma KV point lookups and inserts beside bbolt, and bulk load beside put"},
+	{"mr", "MapReduce word count beside sort|uniq, mawk and PySpark; -sort for the TeraSort-style sort"},
+	{"build", "a parallel C build inside a mount beside local disk"},
+	{"nfs", "a large file copied through the NFSv3 bridge with libnfs nfs-cp beside put and get"},
+}
+
+func printBenchHelp() {
+	fmt.Fprintln(stdout, "usage: plasma bench BENCHMARK [options]   ('plasma bench BENCHMARK -help' for options)")
+	fmt.Fprintln(stdout, "\nEvery benchmark measures its reference in the same run and prints the ratio.")
+	fmt.Fprintln(stdout)
+	for _, b := range benchmarks {
+		fmt.Fprintf(stdout, "  %-13s %s\n", b[0], b[1])
+	}
+}
+
 func intList(s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
@@ -30,9 +57,13 @@ func intList(s string) ([]int, error) {
 
 func cmdBench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, append, mount-seq, security, kv, mr, build, nfs")
+		return usagef("which benchmark? seq, lookup, create, random, parallel-cat, metarates, fdtree, append, mount-seq, security, kv, mr, build, nfs ('plasma bench -help' describes them)")
 	}
 	which := args[0]
+	if isHelpArg(which) {
+		printBenchHelp()
+		return nil
+	}
 	if which == "warm-memory" {
 		// On a VM whose memory the hypervisor backs lazily, the first
 		// touch of each page costs microseconds; whichever side of a

@@ -58,7 +58,7 @@ var stderr io.Writer = os.Stderr
 
 // Main runs the plasma command with args and returns the exit status.
 func Main(args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+	if len(args) == 0 || isHelpArg(args[0]) {
 		if len(args) > 1 {
 			return Main([]string{args[1], "-help"})
 		}
@@ -72,7 +72,10 @@ func Main(args []string) int {
 	if name == "datanode" && len(args) > 1 && args[1] == "init" {
 		name, args = "datanode init", args[1:]
 	}
-	if (name == "cluster" || name == "kv" || name == "mr") && len(args) > 1 {
+	if groups[name] {
+		if len(args) == 1 || isHelpArg(args[1]) {
+			return groupHelp(name, len(args) == 1)
+		}
 		name, args = name+" "+args[1], args[1:]
 	}
 	for _, c := range commands {
@@ -126,6 +129,32 @@ func Main(args []string) int {
 		fmt.Fprintf(stderr, "plasma: unknown command %q (see 'plasma help')\n", escapeText(name))
 	}
 	return exitUsage
+}
+
+// groups are the commands that only name a family of subcommands
+// ("plasma cluster up", "plasma kv lookup", ...).
+var groups = map[string]bool{"cluster": true, "kv": true, "mr": true}
+
+func isHelpArg(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }
+
+// groupHelp lists a group's subcommands: on stdout with status 0 when help
+// was asked for, on stderr with the usage status when the subcommand is
+// missing.
+func groupHelp(group string, missing bool) int {
+	w, code := stdout, exitOK
+	if missing {
+		w, code = stderr, exitUsage
+		fmt.Fprintf(w, "plasma %s: missing subcommand\n", group)
+	}
+	fmt.Fprintf(w, "usage: plasma %s SUBCOMMAND [options]   ('plasma %s SUBCOMMAND -help' for options)\n\n", group, group)
+	cs := append([]command(nil), commands...)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		if sub, ok := strings.CutPrefix(c.name, group+" "); ok {
+			fmt.Fprintf(w, "  %-12s %s\n", sub, c.summary)
+		}
+	}
+	return code
 }
 
 // oneLine renders an error as one line of text: joined errors are separated
