@@ -224,8 +224,9 @@ type CreateOptions struct {
 }
 
 // Create measures files created per second, each in its own committed
-// transaction, beside a raw SQLite loop of single-row commits (same
-// durability setting, same concurrency).
+// transaction, beside a raw SQLite loop of create-shaped commits (same
+// durability setting, same concurrency), then the floors of one client:
+// a TCP round trip and (durable) one O_DSYNC 4 KiB write.
 func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, error) {
 	rep := &Report{Bench: "create", Started: time.Now(), Params: fmt.Sprintf("n=%d clients=%v mode=%s", o.N, o.Clients, o.Mode)}
 	setup, err := client.New(ctx, cfg)
@@ -276,11 +277,57 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 		rep.add(Result{Name: fmt.Sprintf("create+commit %s, %d clients", o.Mode, p), Unit: "commits/s", Ours: rate,
 			RefName: fmt.Sprintf("raw SQLite create-shaped commits (3 rows), %d writers", p), Ref: ref, Seed: seed, Note: cpuNote})
 	}
+	// The floors a single synchronous client cannot go below: one round
+	// trip to another process, and (durable) one durable 4 KiB write on
+	// the disk the namenode's log is on.
+	echo, stop, err := startEcho()
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	pp, err := PingPong(echo, o.N)
+	if err != nil {
+		return nil, err
+	}
+	one := rep.Results[0].Ours
+	rep.add(Result{Name: "floor: TCP 64-byte ping-pong, 1 client", Unit: "req/s", Ours: one, RefName: "create+commit " + o.Mode + ", 1 client, beside the floor", Ref: pp})
+	if o.Mode == "durable" {
+		ds, err := dsyncAppends(o.DBDir, o.N)
+		if err != nil {
+			return nil, err
+		}
+		rep.add(Result{Name: "floor: 4 KiB O_DSYNC appends, 1 writer", Unit: "writes/s", Ours: one, RefName: "create+commit durable, 1 client, beside the floor", Ref: ds})
+	}
 	return rep, nil
 }
 
+// dsyncAppends measures n 4 KiB writes to a preallocated (written) file
+// opened O_DSYNC, one after another: the cost of one durable log record.
+func dsyncAppends(dir string, n int) (float64, error) {
+	path := filepath.Join(dir, fmt.Sprintf("plasma-bench-dsync-%d", time.Now().UnixNano()))
+	defer os.Remove(path)
+	buf := make([]byte, 4096)
+	// Written once first, so the timed writes change no extent metadata.
+	if err := os.WriteFile(path, make([]byte, n*len(buf)), 0o600); err != nil {
+		return 0, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_DSYNC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	return rate(1, n, func(int) error {
+		_, err := f.Write(buf)
+		return err
+	})
+}
+
 // sqliteCommits is the reference: p goroutines each committing n
-// single-row inserts into one WAL database, like our store does.
+// create-shaped transactions (3 rows) into one WAL database, as our
+// store's checkpoint does.
 func sqliteCommits(dir string, p, n int, relaxed bool) (float64, error) {
 	path := filepath.Join(dir, fmt.Sprintf("plasma-bench-ref-%d.db", time.Now().UnixNano()))
 	defer os.Remove(path)
