@@ -117,6 +117,7 @@ type Namenode struct {
 	epoch      uint64
 	frees      freeQueue // blocks freed, not yet reusable
 	renameLock *Txn      // holder of the directory-move lock
+	leases     *dirLeases // guarded by mu
 	fsck       *checker  // guarded by mu
 
 	cm       *committer
@@ -207,8 +208,9 @@ func New(cfg Config) (*Namenode, error) {
 		log:   cfg.Logger,
 		locks: newLockTable(),
 		txns:  newTxnTable(),
-		nodes: newNodeRegistry(),
-		stop:  make(chan struct{}),
+		nodes:  newNodeRegistry(),
+		leases: newDirLeases(time.Now()),
+		stop:   make(chan struct{}),
 	}
 	n.ns = newNamespace(n.locks)
 	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,

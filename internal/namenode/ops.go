@@ -64,7 +64,8 @@ func init() {
 		wire.OpFsStat: {0, func(n *Namenode, _ *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
 			return n.fsStat(), nil
 		}},
-		wire.OpPathOf: {0, (*Namenode).opPathOf},
+		wire.OpPathOf:   {0, (*Namenode).opPathOf},
+		wire.OpLeaseDir: {opOutsideTxn, (*Namenode).opLeaseDir},
 		wire.OpStats:  {0, (*Namenode).opStats},
 		wire.OpNodes: {0, func(n *Namenode, _ *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
 			return &wire.Response{Nodes: n.nodeList()}, nil
@@ -565,6 +566,9 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 	if n.ns.entry(tx, parent, name) != 0 {
 		return nil, fail(wire.ErrCodeExists, "%s: file exists", q.Path)
 	}
+	if err := n.admitEntry(tx, parent); err != nil {
+		return nil, err
+	}
 	now := time.Now().UnixNano()
 	a := &wire.Attr{Type: q.Type, Mode: q.Mode & 07777, User: q.User, Group: q.Group, Nlink: 1, Mtime: now, Ctime: now}
 	if who != nil {
@@ -902,6 +906,9 @@ func (n *Namenode) linkIn(tx *Txn, who *auth.Identity, ino, parent uint64, name,
 	if n.ns.entry(tx, parent, name) != 0 {
 		return nil, fail(wire.ErrCodeExists, "%s: file exists", newPath)
 	}
+	if err := n.admitEntry(tx, parent); err != nil {
+		return nil, err
+	}
 	a, err := n.ns.mutAttr(tx, ino)
 	if err != nil {
 		return nil, err
@@ -982,6 +989,9 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 		if err := n.lockInode(tx, src); err != nil {
 			return err
 		}
+	}
+	if err := n.admitEntry(tx, dp); err != nil {
+		return err
 	}
 	if dst := n.ns.entry(tx, dp, dname); dst != 0 {
 		if noReplace {

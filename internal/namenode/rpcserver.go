@@ -284,24 +284,55 @@ func (srv *rpcServer) serveConn(c *conn) {
 			continue
 		}
 		resp, err := srv.h.handleSafely(c, q)
-		if q.Flags&wire.FlagCommit != 0 && q.Txn != 0 {
-			// A compound request: the change and its commit in one round
-			// trip. On failure nothing of the transaction remains.
-			if err == nil {
-				if resp == nil {
-					resp = &wire.Response{}
-				}
-				srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, resp)
-				continue
+		var ra *retryAfter
+		if errors.As(err, &ra) {
+			go srv.retry(c, id, q, ra)
+			continue
+		}
+		if srv.finish(c, id, q, resp, err) != nil {
+			return
+		}
+	}
+}
+
+// finish answers a handled request, or for a compound request commits
+// its transaction (on failure nothing of the transaction remains).
+func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Response, err error) error {
+	if q.Flags&wire.FlagCommit != 0 && q.Txn != 0 {
+		if err == nil {
+			if resp == nil {
+				resp = &wire.Response{}
 			}
-			srv.h.abortTxn(c, q.Txn)
+			srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, resp)
+			return nil
 		}
-		if err != nil {
-			resp = toResponse(err)
-		} else if resp == nil {
-			resp = &wire.Response{}
+		srv.h.abortTxn(c, q.Txn)
+	}
+	if err != nil {
+		resp = toResponse(err)
+	} else if resp == nil {
+		resp = &wire.Response{}
+	}
+	return c.send(id, resp)
+}
+
+// retry runs a request that had to wait (retryAfter) again when it may
+// proceed, while the connection's other requests go on.
+func (srv *rpcServer) retry(c *conn, id uint64, q *wire.Request, ra *retryAfter) {
+	for {
+		t := time.NewTimer(time.Until(ra.at))
+		select {
+		case <-c.done:
+			t.Stop()
+			return
+		case <-srv.stop:
+			t.Stop()
+			return
+		case <-t.C:
 		}
-		if err := c.send(id, resp); err != nil {
+		resp, err := srv.h.handleSafely(c, q)
+		if !errors.As(err, &ra) {
+			srv.finish(c, id, q, resp, err)
 			return
 		}
 	}

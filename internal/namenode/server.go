@@ -84,5 +84,6 @@ func (n *Namenode) connGone(c *conn) {
 			n.endTxn(tx, false)
 		}
 	}
+	n.leases.dropConn(c)
 	n.connClosed(c)
 }

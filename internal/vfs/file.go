@@ -299,6 +299,9 @@ func (v *VFS) Create(ctx context.Context, dir uint64, name string, mode uint32, 
 		a, err = v.ownedBy(ctx, tx).CreateAt(ctx, dir, name, client.CreateOptions{Mode: client.UnixMode(mode & 0o7777), Rep: v.opt.Rep})
 		return err
 	})
+	if errors.Is(err, client.ErrExists) {
+		v.names.note(dir, name)
+	}
 	if errors.Is(err, client.ErrExists) && flags&os.O_EXCL == 0 {
 		if a, err = v.Lookup(ctx, dir, name); err != nil {
 			return Attr{}, 0, err

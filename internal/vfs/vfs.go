@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -58,6 +59,8 @@ type VFS struct {
 	bg     context.Context
 	cancel context.CancelFunc
 
+	names *dirNames // directories whose every name this mount knows
+
 	cmu     sync.Mutex
 	attrs   map[uint64]cachedAttr
 	entries map[entryKey]cachedEntry
@@ -90,7 +93,7 @@ func New(c *client.Client, opt Options) *VFS {
 		opt.TTL = DefaultTTL
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel,
+	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel, names: newDirNames(c),
 		attrs: map[uint64]cachedAttr{}, entries: map[entryKey]cachedEntry{},
 		handles: map[uint64]*handle{}, states: map[uint64]*fileState{}}
 }
@@ -308,17 +311,24 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 			return v.overlay(a), nil
 		}
 	}
+	if v.names.absent(ctx, dir, name) {
+		return Attr{}, fmt.Errorf("%s: %w", name, client.ErrNotFound)
+	}
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
 		a, err = tx.LookupAt(ctx, dir, name)
 		return err
 	})
+	if errors.Is(err, client.ErrNotFound) {
+		v.names.missed(ctx, dir)
+	}
 	if err != nil {
 		return Attr{}, err
 	}
 	v.putAttr(a)
 	v.putEntry(dir, name, a.Ino)
+	v.names.note(dir, name)
 	return v.overlay(a), nil
 }
 
@@ -543,6 +553,7 @@ func (v *VFS) setMode(ctx context.Context, ino uint64, mode uint32) (Attr, error
 
 // created records a new name in the caches.
 func (v *VFS) created(dir uint64, name string, a Attr) {
+	v.names.note(dir, name)
 	v.invalidate(dir)
 	v.putAttr(a)
 	v.putEntry(dir, name, a.Ino)
@@ -701,6 +712,8 @@ func (v *VFS) Rename(ctx context.Context, sdir uint64, sname string, ddir uint64
 		dst, _ = v.cachedEntry(ddir, dname)
 	}
 	src, _ := v.cachedEntry(sdir, sname)
+	// Whatever the outcome, dname may exist in ddir now.
+	v.names.note(ddir, dname)
 	err := v.auto(ctx, func(tx *client.Txn) error {
 		return tx.RenameAt(ctx, sdir, sname, ddir, dname, client.RenameOptions{NoReplace: flags&RenameNoReplace != 0})
 	})

@@ -31,12 +31,13 @@ const (
 	OpBackup          // superuser: write a consistent copy of the metadata to Path on the namenode's host
 	OpSync            // answer once everything acknowledged before it is durable
 	OpPathOf          // a path of inode Ino (for file handles that outlive renames and restarts)
+	OpLeaseDir        // lease directory Ino: Counters [term ns (0: refused), 1: new lease with its names in Paths]
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {

@@ -1,0 +1,187 @@
+package namenode
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// Directory leases let a client (a mount) answer "no such name" in a
+// directory without asking: while a client holds the lease on a directory,
+// no other client adds a name to it. The holder starts from the listing
+// it got with the lease and adds the names it creates itself.
+//
+// There is no callback channel to clients (a client reads its connection
+// only while it waits for an answer), so a lease is not recalled but
+// waited out: another client's request that would add a name to a leased
+// directory ends the lease's renewals and is re-run when the lease has
+// expired (retryAfter), at most leaseTerm later. After that the directory
+// gets no new lease for leaseCoolOff, so directories several clients
+// write to fall back to plain lookups. A lease also ends with its
+// connection (the client drops its leases when it reconnects).
+//
+// The holder counts its lease from before it sent the request and the
+// namenode from when it granted it, so the holder's lease always ends
+// first. A namenode that starts admits additions only after leaseTerm
+// (leases its predecessor granted have ended by then).
+//
+// Lock discipline: guarded by Namenode.mu.
+type dirLeases struct {
+	term    time.Duration
+	coolOff time.Duration
+	m       map[uint64]*dirLease
+	cold    map[uint64]time.Time // no lease on these directories until then
+	grace   time.Time            // additions wait until then (start-up)
+}
+
+type dirLease struct {
+	holder   *conn
+	expires  time.Time
+	recalled bool // another client waits: no renewal
+}
+
+const (
+	leaseTerm    = 300 * time.Millisecond
+	leaseCoolOff = 3 * time.Second
+	// maxLeaseListing bounds the listing sent with a new lease; larger
+	// directories get no lease.
+	maxLeaseListing = 4096
+)
+
+func newDirLeases(now time.Time) *dirLeases {
+	return &dirLeases{term: leaseTerm, coolOff: leaseCoolOff, m: map[uint64]*dirLease{},
+		cold: map[uint64]time.Time{}, grace: now.Add(leaseTerm)}
+}
+
+// renew extends c's lease on dir if c holds it and it is still running:
+// the names the holder knows stay right, so no listing is needed.
+func (l *dirLeases) renew(c *conn, dir uint64, now time.Time) bool {
+	d := l.m[dir]
+	if d == nil || d.holder != c || d.recalled || !now.Before(d.expires) {
+		return false
+	}
+	d.expires = now.Add(l.term)
+	return true
+}
+
+// mayGrant reports whether dir can be leased to c now (nobody else holds
+// it, it is not cooling off).
+func (l *dirLeases) mayGrant(c *conn, dir uint64, now time.Time) bool {
+	if until, ok := l.cold[dir]; ok {
+		if now.Before(until) {
+			return false
+		}
+		delete(l.cold, dir)
+	}
+	d := l.m[dir]
+	return d == nil || d.holder == c || !now.Before(d.expires)
+}
+
+func (l *dirLeases) grant(c *conn, dir uint64, now time.Time) {
+	l.m[dir] = &dirLease{holder: c, expires: now.Add(l.term)}
+}
+
+// admit is asked before c adds a name to dir. It returns a retryAfter
+// while another client's lease (or the start-up grace) runs.
+func (l *dirLeases) admit(c *conn, dir uint64, now time.Time) error {
+	if now.Before(l.grace) {
+		return &retryAfter{at: l.grace, why: "namenode starting: earlier directory leases may still run"}
+	}
+	d := l.m[dir]
+	if d == nil || d.holder == c {
+		return nil
+	}
+	if !now.Before(d.expires) {
+		delete(l.m, dir)
+		return nil
+	}
+	if !d.recalled {
+		d.recalled = true
+		l.cold[dir] = d.expires.Add(l.coolOff)
+	}
+	return &retryAfter{at: d.expires, why: fmt.Sprintf("directory %d is leased to another client", dir)}
+}
+
+// dropConn ends c's leases (its connection closed).
+func (l *dirLeases) dropConn(c *conn) {
+	for dir, d := range l.m {
+		if d.holder == c {
+			delete(l.m, dir)
+		}
+	}
+}
+
+// held is the number of leases (for tests).
+func (l *dirLeases) held() int { return len(l.m) }
+
+// opLeaseDir grants or renews a lease on directory q.Ino. The answer:
+// Counters[0] the lease's term in nanoseconds (0: no lease),
+// Counters[1] 1 for a new lease, whose listing is in Paths.
+func (n *Namenode) opLeaseDir(c *conn, _ *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	now := time.Now()
+	if n.leases.renew(c, q.Ino, now) {
+		return &wire.Response{Counters: []uint64{uint64(n.leases.term), 0}}, nil
+	}
+	what := fmt.Sprintf("inode %d", q.Ino)
+	a := n.ns.attr(nil, q.Ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "%s: no such directory", what)
+	}
+	if a.Type != wire.TypeDir {
+		return nil, fail(wire.ErrCodeNotDir, "%s: not a directory", what)
+	}
+	// The listing is what a readdir shows.
+	if !may(who, a, permRead|permSearch) || !n.reachable(nil, who, q.Ino) {
+		return nil, denied(who, what)
+	}
+	no := &wire.Response{Counters: []uint64{0, 0}}
+	if !n.leases.mayGrant(c, q.Ino, now) || n.pendingIn(c, q.Ino) {
+		return no, nil
+	}
+	in := n.ns.inodes[q.Ino]
+	if in == nil || len(in.entries) > maxLeaseListing {
+		return no, nil
+	}
+	out := make([]string, 0, len(in.entries))
+	for name := range in.entries {
+		out = append(out, name)
+	}
+	n.leases.grant(c, q.Ino, now)
+	return &wire.Response{Counters: []uint64{uint64(n.leases.term), 1}, Paths: out}, nil
+}
+
+// pendingIn reports whether a transaction of another connection may be
+// changing dir's entries: one that holds a lock on dir (adding or
+// removing a name takes one until the transaction has ended) has changes
+// the committed listing does not show yet.
+func (n *Namenode) pendingIn(c *conn, dir uint64) bool {
+	l := n.locks.m[inodeKey(dir)]
+	if l == nil {
+		return false
+	}
+	if l.owner != nil && l.owner.key.conn != c {
+		return true
+	}
+	for h := range l.shared {
+		if h.key.conn != c {
+			return true
+		}
+	}
+	return false
+}
+
+// admitEntry is asked before tx adds a name to dir.
+func (n *Namenode) admitEntry(tx *Txn, dir uint64) error {
+	return n.leases.admit(tx.key.conn, dir, time.Now())
+}
+
+// retryAfter is a request that cannot proceed before at; the RPC server
+// runs it again then, without holding up the connection's other requests.
+type retryAfter struct {
+	at  time.Time
+	why string
+}
+
+func (r *retryAfter) Error() string { return "retry after " + r.at.String() + ": " + r.why }

@@ -1,0 +1,92 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// TestMountDirLease: once the mount holds a lease on a directory, the
+// lookup of a missing name there (the one the kernel sends before each
+// create) is answered without the namenode; a name another client
+// creates in that directory is seen by the mount at once all the same
+// (the other client's create waits until the lease has ended), and so is
+// every name the mount created itself.
+func TestMountDirLease(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+	// ttl=0: no kernel or VFS entry cache, so every lookup below reaches
+	// the VFS and its lease.
+	m := startMount(t, c, "ttl=0")
+	ctx := context.Background()
+	cl := c.Client(client.Config{})
+	mustOK(t, "mkdir", os.Mkdir(m.Path("d"), 0o755))
+	// Names are looked up relative to an open descriptor of d, so the
+	// kernel asks only for them (not for d again).
+	dfd, err := unix.Open(m.Path("d"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	mustOK(t, "open d", err)
+	defer unix.Close(dfd)
+	missing := func(name string) {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("stat d/%s: %v, want ENOENT", name, err)
+		}
+	}
+	read := func(name string) string {
+		t.Helper()
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatalf("open d/%s: %v", name, err)
+		}
+		defer unix.Close(fd)
+		b := make([]byte, 64)
+		n, err := unix.Read(fd, b)
+		mustOK(t, "read d/"+name, err)
+		return string(b[:n])
+	}
+	// Two namenode misses make the mount ask for the lease.
+	missing("probe1")
+	missing("probe2")
+	lookups := func() uint64 {
+		s, err := cl.NamenodeStats(ctx)
+		mustOK(t, "stats", err)
+		return s.PerOp["lookup"]
+	}
+	before := lookups()
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("new%d", i)
+		missing(name)
+		fd, err := unix.Openat(dfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644)
+		mustOK(t, "create d/"+name, err)
+		_, err = unix.Write(fd, []byte(name))
+		mustOK(t, "write d/"+name, err)
+		mustOK(t, "close d/"+name, unix.Close(fd))
+	}
+	if n := lookups() - before; n >= 10 {
+		t.Errorf("%d namenode lookups for 40 lookups of missing names in a leased directory, want almost none", n)
+	}
+	// The mount's own names are all there (none is taken for missing).
+	for i := 0; i < 20; i++ {
+		if got := read(fmt.Sprintf("new%d", i)); got != fmt.Sprintf("new%d", i) {
+			t.Fatalf("d/new%d holds %q", i, got)
+		}
+	}
+	// Another client creates a name the mount has not looked up.
+	d, err := cl.Auto(client.Durable).Lstat(ctx, "/d")
+	mustOK(t, "lookup /d", err)
+	_, err = cl.Auto(client.Async).CreateAt(ctx, d.Ino, "theirs", client.CreateOptions{})
+	mustOK(t, "create through the API", err)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, "theirs", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatalf("a name another client created in the leased directory: %v", err)
+	}
+}
