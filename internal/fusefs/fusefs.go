@@ -299,12 +299,19 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 
 // Open answers OPEN. Page-cache contents are dropped at every open
 // (no FOPEN_KEEP_CACHE): close-to-open consistency with other clients.
+// A read-only handle has nothing to commit at close, so the kernel is
+// told not to send FLUSH for it (FOPEN_NOFLUSH, Linux 5.16+; older
+// kernels ignore the flag): one request less per open of a file that is
+// only read, as compilers do with every header.
 func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	fh, err := fs.v.Open(ctx(), in.NodeId, int(in.Flags))
 	if err != nil {
 		return status(err)
 	}
 	out.Fh = fh
+	if int(in.Flags)&syscall.O_ACCMODE == syscall.O_RDONLY {
+		out.OpenFlags |= fuse.FOPEN_NOFLUSH
+	}
 	return fuse.OK
 }
 
