@@ -34,6 +34,7 @@ type dirLeases struct {
 	m       map[uint64]*dirLease
 	cold    map[uint64]time.Time // no lease on these directories until then
 	grace   time.Time            // additions wait until then (start-up)
+	sweepAt int                  // table size at which ended entries are swept
 }
 
 type dirLease struct {
@@ -52,7 +53,7 @@ const (
 
 func newDirLeases(now time.Time) *dirLeases {
 	return &dirLeases{term: leaseTerm, coolOff: leaseCoolOff, m: map[uint64]*dirLease{},
-		cold: map[uint64]time.Time{}, grace: now.Add(leaseTerm)}
+		cold: map[uint64]time.Time{}, grace: now.Add(leaseTerm), sweepAt: 1024}
 }
 
 // renew extends c's lease on dir if c holds it and it is still running:
@@ -80,7 +81,27 @@ func (l *dirLeases) mayGrant(c *conn, dir uint64, now time.Time) bool {
 }
 
 func (l *dirLeases) grant(c *conn, dir uint64, now time.Time) {
+	if len(l.m)+len(l.cold) >= l.sweepAt {
+		l.sweep(now)
+	}
 	l.m[dir] = &dirLease{holder: c, expires: now.Add(l.term)}
+}
+
+// sweep forgets ended leases and cool-offs, so the tables hold about what
+// runs now (a client leasing directory after directory does not grow
+// them for ever).
+func (l *dirLeases) sweep(now time.Time) {
+	for dir, d := range l.m {
+		if !now.Before(d.expires) {
+			delete(l.m, dir)
+		}
+	}
+	for dir, until := range l.cold {
+		if !now.Before(until) {
+			delete(l.cold, dir)
+		}
+	}
+	l.sweepAt = max(1024, 2*(len(l.m)+len(l.cold)))
 }
 
 // admit is asked before c adds a name to dir. It returns a retryAfter

@@ -115,10 +115,10 @@ type Namenode struct {
 	txns       *txnTable     // guarded by mu
 	nodes      *nodeRegistry // guarded by mu
 	epoch      uint64
-	frees      freeQueue // blocks freed, not yet reusable
-	renameLock *Txn      // holder of the directory-move lock
+	frees      freeQueue  // blocks freed, not yet reusable
+	renameLock *Txn       // holder of the directory-move lock
 	leases     *dirLeases // guarded by mu
-	fsck       *checker  // guarded by mu
+	fsck       *checker   // guarded by mu
 
 	cm       *committer
 	deferred []*meta.Change // namenode-internal changes for the committer (mu)
@@ -204,10 +204,10 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n := &Namenode{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		locks: newLockTable(),
-		txns:  newTxnTable(),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		locks:  newLockTable(),
+		txns:   newTxnTable(),
 		nodes:  newNodeRegistry(),
 		leases: newDirLeases(time.Now()),
 		stop:   make(chan struct{}),

@@ -66,7 +66,7 @@ func init() {
 		}},
 		wire.OpPathOf:   {0, (*Namenode).opPathOf},
 		wire.OpLeaseDir: {opOutsideTxn, (*Namenode).opLeaseDir},
-		wire.OpStats:  {0, (*Namenode).opStats},
+		wire.OpStats:    {0, (*Namenode).opStats},
 		wire.OpNodes: {0, func(n *Namenode, _ *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
 			return &wire.Response{Nodes: n.nodeList()}, nil
 		}},

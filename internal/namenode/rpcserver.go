@@ -90,7 +90,12 @@ type conn struct {
 	queued int
 	wake   chan struct{}
 	done   chan struct{}
+
+	waiting atomic.Int32 // requests waiting to be run again (retryAfter)
 }
+
+// maxWaiting bounds a connection's requests waiting to be run again.
+const maxWaiting = 256
 
 // writeTimeout bounds one reply write; a client that does not read its
 // answers for this long is disconnected.
@@ -286,8 +291,14 @@ func (srv *rpcServer) serveConn(c *conn) {
 		resp, err := srv.h.handleSafely(c, q)
 		var ra *retryAfter
 		if errors.As(err, &ra) {
-			go srv.retry(c, id, q, ra)
-			continue
+			if c.waiting.Add(1) <= maxWaiting {
+				go srv.retry(c, id, q, ra)
+				continue
+			}
+			// Too many of this client's requests wait already: it is
+			// told to try again (as for a lock conflict).
+			c.waiting.Add(-1)
+			err = fail(wire.ErrCodeConflict, "%s: %s; too many requests of this connection waiting, try again", q.Op, ra.why)
 		}
 		if srv.finish(c, id, q, resp, err) != nil {
 			return
@@ -319,6 +330,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 // retry runs a request that had to wait (retryAfter) again when it may
 // proceed, while the connection's other requests go on.
 func (srv *rpcServer) retry(c *conn, id uint64, q *wire.Request, ra *retryAfter) {
+	defer c.waiting.Add(-1)
 	for {
 		t := time.NewTimer(time.Until(ra.at))
 		select {
