@@ -51,9 +51,15 @@ const (
 	maxLeaseListing = 4096
 )
 
-func newDirLeases(now time.Time) *dirLeases {
-	return &dirLeases{term: leaseTerm, coolOff: leaseCoolOff, m: map[uint64]*dirLease{},
+// newDirLeases starts the lease table of a namenode starting now; fresh:
+// its namespace is new, so there is no predecessor's lease to wait out.
+func newDirLeases(now time.Time, fresh bool) *dirLeases {
+	l := &dirLeases{term: leaseTerm, coolOff: leaseCoolOff, m: map[uint64]*dirLease{},
 		cold: map[uint64]time.Time{}, grace: now.Add(leaseTerm), sweepAt: 1024}
+	if fresh {
+		l.grace = now
+	}
+	return l
 }
 
 // renew extends c's lease on dir if c holds it and it is still running:

@@ -13,7 +13,10 @@ import (
 func TestDirLeasesTable(t *testing.T) {
 	a, b := &conn{}, &conn{}
 	t0 := time.Now()
-	l := newDirLeases(t0)
+	if err := newDirLeases(t0, true).admit(a, 7, t0); err != nil {
+		t.Fatalf("addition at the start of a new namespace: %v", err)
+	}
+	l := newDirLeases(t0, false)
 	var ra *retryAfter
 	if err := l.admit(a, 7, t0); !errors.As(err, &ra) || !ra.at.Equal(t0.Add(leaseTerm)) {
 		t.Fatalf("addition during start-up grace: %v", err)

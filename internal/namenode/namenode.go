@@ -22,6 +22,10 @@ type Config struct {
 	Cluster   string
 	Blocksize uint32
 	Store     meta.Store
+	// Fresh: the namespace was created just now (-format), so no earlier
+	// namenode granted directory leases in it and additions need not wait
+	// out their term at start-up.
+	Fresh bool
 	// TxnTimeout aborts a transaction that made no request for this long.
 	TxnTimeout time.Duration
 	// HeartbeatTimeout declares a datanode dead after this long without a
@@ -209,7 +213,7 @@ func New(cfg Config) (*Namenode, error) {
 		locks:  newLockTable(),
 		txns:   newTxnTable(),
 		nodes:  newNodeRegistry(),
-		leases: newDirLeases(time.Now()),
+		leases: newDirLeases(time.Now(), cfg.Fresh),
 		stop:   make(chan struct{}),
 	}
 	n.ns = newNamespace(n.locks)
