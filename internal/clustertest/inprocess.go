@@ -78,7 +78,7 @@ func StartInProcess(t TB, o Options) *InProcess {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	nn, err := namenode.New(namenode.Config{Cluster: o.Cluster, Blocksize: uint32(o.Blocksize), Store: store, Logger: quiet, Relaxed: o.Relaxed})
+	nn, err := namenode.New(namenode.Config{Cluster: o.Cluster, Blocksize: uint32(o.Blocksize), Store: store, Fresh: true, Logger: quiet, Relaxed: o.Relaxed})
 	if err != nil {
 		t.Fatalf("namenode: %v", err)
 	}
