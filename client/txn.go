@@ -209,6 +209,23 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 			r, err = nn.Call(ctx, q)
 		}
 	}
+	if err != nil && first && readOnly(q.Op) && errors.Is(err, rpc.ErrClosed) && !errors.Is(err, rpc.ErrNotSent) {
+		// The answer to a read that began this transaction was lost (the
+		// namenode restarted, say): the transaction holds nothing but that
+		// read, so it is asked again on a new connection.
+		if rerr := tx.c.reconnect(ctx, nn); rerr == nil {
+			nn, gen = tx.c.conn()
+			tx.mu.Lock()
+			tx.gen = gen
+			tx.mu.Unlock()
+			r, err = nn.Call(ctx, q)
+		}
+		if err != nil && errors.Is(err, rpc.ErrClosed) && !errors.Is(err, rpc.ErrNotSent) {
+			// Nothing happened that matters: a read changes nothing, so
+			// the caller may try again as if it had not been sent.
+			err = fmt.Errorf("%w: %w", rpc.ErrNotSent, err)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, rpc.ErrClosed) {
 			// Replace the connection for later transactions; this one is gone.
@@ -218,6 +235,21 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 	}
 	return r, tx.autoResult(q, tx.c.noteResponse(r))
 }
+
+// readOnly reports whether op changes nothing on the namenode.
+func readOnly(op wire.Op) bool {
+	switch op {
+	case wire.OpLookup, wire.OpStat, wire.OpReadDir, wire.OpBlocks, wire.OpGlob, wire.OpFsStat,
+		wire.OpStats, wire.OpNodes, wire.OpPing, wire.OpPathOf:
+		return true
+	}
+	return false
+}
+
+// Unreachable reports whether err says the namenode could not be reached
+// and the request was not carried out (it was never sent, or it was a read
+// whose answer was lost): trying again later is safe, whatever the request.
+func Unreachable(err error) bool { return errors.Is(err, rpc.ErrNotSent) }
 
 // Commit writes out buffered file data, makes it durable on every datanode
 // written to, and commits. Once Commit returns nil, the changes survive any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"syscall"
 	"testing"
@@ -88,5 +89,66 @@ func TestMountDirLease(t *testing.T) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, "theirs", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		t.Fatalf("a name another client created in the leased directory: %v", err)
+	}
+}
+
+// TestMountDirLeaseNamenodeRestart: a lease the mount got from a namenode
+// that was then killed and restarted is not forgotten at the expense of
+// correctness: the restarted namenode (which knows nothing of it) makes
+// another client's create wait out its first lease term, by which time
+// the mount's lease has ended, so the mount sees the new name at once.
+func TestMountDirLeaseNamenodeRestart(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+	m := startMount(t, c, "ttl=0")
+	ctx := context.Background()
+	mustOK(t, "mkdir", os.Mkdir(m.Path("d"), 0o755))
+	dfd, err := unix.Open(m.Path("d"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	mustOK(t, "open d", err)
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	for _, name := range []string{"probe1", "probe2", "probe3"} {
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("stat d/%s: %v, want ENOENT", name, err)
+		}
+	}
+	c.Kill(c.NN)
+	c.StartNamenode()
+	c.WaitLive(len(c.DNs))
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	d, err := cl.Auto(client.Durable).Lstat(ctx, "/d")
+	mustOK(t, "lookup /d", err)
+	_, err = cl.Auto(client.Async).CreateAt(ctx, d.Ino, "after-restart", client.CreateOptions{})
+	mustOK(t, "create after the restart", err)
+	if err := unix.Fstatat(dfd, "after-restart", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatalf("a name created after the namenode restarted, through the mount: %v", err)
+	}
+}
+
+// TestMountWaitsForNamenodeRestart: an operation through the mount while
+// the namenode is down waits for it to come back (as an NFS hard mount
+// does) instead of failing with EIO. A listener on the namenode's address
+// shows when the mount has tried to reach it.
+func TestMountWaitsForNamenodeRestart(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+	m := startMount(t, c, "ttl=0")
+	mustOK(t, "mkdir", os.Mkdir(m.Path("d"), 0o755))
+	c.Kill(c.NN)
+	ln, err := net.Listen("tcp", c.NN.Addr)
+	mustOK(t, "listen on the namenode's address", err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := os.Stat(m.Path("d"))
+		done <- err
+	}()
+	conn, err := ln.Accept()
+	mustOK(t, "accept the mount's connection attempt", err)
+	conn.Close()
+	ln.Close()
+	c.StartNamenode()
+	if err := <-done; err != nil {
+		t.Fatalf("stat through the mount across a namenode restart: %v", err)
 	}
 }

@@ -241,13 +241,34 @@ func (v *VFS) durability() client.Durability {
 // seconds in all) before it fails with EBUSY.
 const conflictRetries = 200
 
+// unreachableWait bounds how long a metadata operation waits for an
+// unreachable namenode (one restarting: its supervisor's back-off, loading
+// and replaying the log) before it fails with EIO.
+const unreachableWait = 30 * time.Second
+
 // auto runs fn in a transaction that commits with its one request
-// (Client.Auto), again while it conflicts with another transaction.
+// (Client.Auto), again while it conflicts with another transaction, and
+// while the namenode cannot be reached (the request was not carried out),
+// up to unreachableWait: a namenode restart is waited out as an NFS hard
+// mount would, not turned into errors.
 func (v *VFS) auto(ctx context.Context, fn func(tx *client.Txn) error) error {
 	delay := 100 * time.Microsecond
-	for attempt := 0; ; attempt++ {
+	var down time.Time // when the namenode was first found unreachable
+	conflicts := 0
+	for {
 		err := fn(v.c.Auto(v.durability()))
-		if !errors.Is(err, client.ErrConflict) || attempt >= conflictRetries {
+		switch {
+		case client.Unreachable(err) && ctx.Err() == nil:
+			if down.IsZero() {
+				down = time.Now()
+			}
+			if time.Since(down) >= unreachableWait {
+				return err
+			}
+			delay = max(delay, 10*time.Millisecond)
+		case errors.Is(err, client.ErrConflict) && conflicts < conflictRetries:
+			conflicts++
+		default:
 			return err
 		}
 		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
