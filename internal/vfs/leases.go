@@ -96,6 +96,9 @@ func (d *dirNames) missed(ctx context.Context, dir uint64) {
 	}
 	delete(d.refused, dir)
 	d.misses[dir]++
+	if len(d.dirs) >= maxLeasedDirs {
+		d.sweepLocked()
+	}
 	if d.misses[dir] < leaseAfterMisses || len(d.dirs) >= maxLeasedDirs {
 		if len(d.misses) > 4*maxLeasedDirs {
 			clear(d.misses)
@@ -114,6 +117,22 @@ func (d *dirNames) missed(ctx context.Context, dir uint64) {
 	d.request(ctx, dir)
 }
 
+// sweepLocked forgets directories whose lease ended and refusals that
+// ran out (called with mu held when the tables are full).
+func (d *dirNames) sweepLocked() {
+	for dir, ld := range d.dirs {
+		if !ld.busy && !d.c.LeaseValid(ld.lease) {
+			delete(d.dirs, dir)
+		}
+	}
+	now := time.Now()
+	for dir, until := range d.refused {
+		if !now.Before(until) {
+			delete(d.refused, dir)
+		}
+	}
+}
+
 // request asks for (or renews) the lease on dir; ld.busy is set.
 func (d *dirNames) request(ctx context.Context, dir uint64) {
 	l, ok, err := d.c.LeaseDir(ctx, dir)
@@ -128,6 +147,9 @@ func (d *dirNames) request(ctx context.Context, dir uint64) {
 	case err != nil || !ok:
 		delete(d.dirs, dir)
 		if err == nil {
+			if len(d.refused) >= 4*maxLeasedDirs {
+				d.sweepLocked()
+			}
 			d.refused[dir] = time.Now().Add(leaseRefusedWait)
 		}
 	case l.New:
