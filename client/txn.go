@@ -197,10 +197,12 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		}
 	}
 	r, err := nn.Call(ctx, q)
-	if err != nil && first && errors.Is(err, rpc.ErrNotSent) && errors.Is(err, rpc.ErrClosed) {
-		// The connection broke before this transaction's first request
-		// left: nothing of it exists on the namenode, so it begins on a
-		// new connection.
+	// The first request of a transaction may be sent again on a new
+	// connection when nothing of the transaction can exist on the
+	// namenode: it never left, or it was a read (the transaction holds
+	// nothing but that read) whose answer was lost, e.g. to a restart.
+	lostRead := readOnly(q.Op) && !errors.Is(err, rpc.ErrNotSent)
+	if err != nil && first && errors.Is(err, rpc.ErrClosed) && (errors.Is(err, rpc.ErrNotSent) || lostRead) {
 		if rerr := tx.c.reconnect(ctx, nn); rerr == nil {
 			nn, gen = tx.c.conn()
 			tx.mu.Lock()
@@ -208,19 +210,7 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 			tx.mu.Unlock()
 			r, err = nn.Call(ctx, q)
 		}
-	}
-	if err != nil && first && readOnly(q.Op) && errors.Is(err, rpc.ErrClosed) && !errors.Is(err, rpc.ErrNotSent) {
-		// The answer to a read that began this transaction was lost (the
-		// namenode restarted, say): the transaction holds nothing but that
-		// read, so it is asked again on a new connection.
-		if rerr := tx.c.reconnect(ctx, nn); rerr == nil {
-			nn, gen = tx.c.conn()
-			tx.mu.Lock()
-			tx.gen = gen
-			tx.mu.Unlock()
-			r, err = nn.Call(ctx, q)
-		}
-		if err != nil && errors.Is(err, rpc.ErrClosed) && !errors.Is(err, rpc.ErrNotSent) {
+		if lostRead && err != nil && errors.Is(err, rpc.ErrClosed) && !errors.Is(err, rpc.ErrNotSent) {
 			// Nothing happened that matters: a read changes nothing, so
 			// the caller may try again as if it had not been sent.
 			err = fmt.Errorf("%w: %w", rpc.ErrNotSent, err)
