@@ -29,19 +29,8 @@ func TestMountDirLease(t *testing.T) {
 	m := startMount(t, c, "ttl=0")
 	ctx := context.Background()
 	cl := c.Client(client.Config{})
-	mustOK(t, "mkdir", os.Mkdir(m.Path("d"), 0o755))
-	// Names are looked up relative to an open descriptor of d, so the
-	// kernel asks only for them (not for d again).
-	dfd, err := unix.Open(m.Path("d"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	mustOK(t, "open d", err)
-	defer unix.Close(dfd)
-	missing := func(name string) {
-		t.Helper()
-		var st unix.Stat_t
-		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, syscall.ENOENT) {
-			t.Fatalf("stat d/%s: %v, want ENOENT", name, err)
-		}
-	}
+	dfd := mkdirAt(t, m, "d")
+	missing := func(name string) { t.Helper(); missingAt(t, dfd, name) }
 	read := func(name string) string {
 		t.Helper()
 		fd, err := unix.Openat(dfd, name, unix.O_RDONLY, 0)
@@ -102,15 +91,9 @@ func TestMountDirLeaseNamenodeRestart(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	m := startMount(t, c, "ttl=0")
 	ctx := context.Background()
-	mustOK(t, "mkdir", os.Mkdir(m.Path("d"), 0o755))
-	dfd, err := unix.Open(m.Path("d"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	mustOK(t, "open d", err)
-	defer unix.Close(dfd)
-	var st unix.Stat_t
+	dfd := mkdirAt(t, m, "d")
 	for _, name := range []string{"probe1", "probe2", "probe3"} {
-		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, syscall.ENOENT) {
-			t.Fatalf("stat d/%s: %v, want ENOENT", name, err)
-		}
+		missingAt(t, dfd, name)
 	}
 	c.Kill(c.NN)
 	c.StartNamenode()
@@ -121,6 +104,7 @@ func TestMountDirLeaseNamenodeRestart(t *testing.T) {
 	mustOK(t, "lookup /d", err)
 	_, err = cl.Auto(client.Async).CreateAt(ctx, d.Ino, "after-restart", client.CreateOptions{})
 	mustOK(t, "create after the restart", err)
+	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, "after-restart", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		t.Fatalf("a name created after the namenode restarted, through the mount: %v", err)
 	}
@@ -150,5 +134,27 @@ func TestMountWaitsForNamenodeRestart(t *testing.T) {
 	c.StartNamenode()
 	if err := <-done; err != nil {
 		t.Fatalf("stat through the mount across a namenode restart: %v", err)
+	}
+}
+
+// mkdirAt makes directory name in the mount and returns an open
+// descriptor of it (closed at the end of the test). Names looked up
+// relative to it make the kernel ask for them alone, not for the
+// directory again.
+func mkdirAt(t *testing.T, m *fuseMount, name string) int {
+	t.Helper()
+	mustOK(t, "mkdir", os.Mkdir(m.Path(name), 0o755))
+	fd, err := unix.Open(m.Path(name), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	mustOK(t, "open "+name, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// missingAt checks that name does not exist in the directory dfd.
+func missingAt(t *testing.T, dfd int, name string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("stat %s: %v, want ENOENT", name, err)
 	}
 }
