@@ -27,6 +27,11 @@
 // RPC server (rpcServer, rpcserver.go) does connections, framing,
 // handshakes and dispatch; it calls the namenode's requestHandler methods
 // (server.go), which run requests through the operation table (ops.go)
-// under Namenode.mu. The ~40 operation handlers remain Namenode methods:
-// each reads and changes several of the parts above under the one lock.
+// under Namenode.mu. The ~40 operation handlers remain Namenode methods,
+// grouped by what they work on (ops_names.go, ops_attrs.go, ops_blocks.go,
+// ops_admin.go): each reads and changes several of the parts above under
+// the one lock. Directory leases (dirLeases, leases.go) say which client
+// may answer "no such name" in a directory itself; a request that would
+// add a name there waits (retryAfter) in its own goroutine, outside the
+// lock.
 package namenode

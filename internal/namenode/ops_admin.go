@@ -1,0 +1,82 @@
+package namenode
+
+// Operations on connections and the namenode itself: abort, keepalive,
+// counters, datanode heartbeats, filesystem totals.
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// opAbort: aborting a transaction that already ended is not an error, and
+// must not begin it again.
+func (n *Namenode) opAbort(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if tx := n.txns.get(c, q.Txn); tx != nil && !tx.committing {
+		n.endTxn(tx, false)
+	}
+	return &wire.Response{}, nil
+}
+
+// opKeepalive: one message per connection keeps all its transactions
+// alive however long their client reads without asking the namenode.
+func (n *Namenode) opKeepalive(c *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
+	now := time.Now()
+	for k, tx := range n.txns.all() {
+		if k.conn == c {
+			tx.lastUse = now
+		}
+	}
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.TxnTimeout), uint64(n.cfg.TicketLifetime)}}, nil
+}
+
+// opStats answers the request counters, then the namenode process's CPU
+// time (user + system) in ns.
+func (n *Namenode) opStats(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
+	out := []uint64{n.srv.requests.Load(), n.commits.Load(), n.cm.batches.Load()}
+	for i := range n.srv.perOp {
+		out = append(out, n.srv.perOp[i].Load())
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out = append(out, uint64(ru.Utime.Nano()+ru.Stime.Nano()))
+	}
+	return &wire.Response{Counters: out}, nil
+}
+
+func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Node == nil {
+		return nil, fail(wire.ErrCodeInvalid, "heartbeat without node")
+	}
+	dn := n.nodes.lookup(q.Node.Identity)
+	if dn == nil || dn.conn != c {
+		return nil, fail(wire.ErrCodeInvalid, "heartbeat from an unregistered datanode")
+	}
+	dn.alive = true
+	dn.lastSeen = time.Now()
+	revoked := dn.revoked
+	dn.revoked = nil
+	return &wire.Response{Counters: revoked}, nil
+}
+
+func (n *Namenode) fsStat() *wire.Response {
+	var total, used, alive, files, dirs uint64
+	for dn := range n.nodes.all() {
+		total += dn.Blocks
+		used += dn.used.nused
+		if dn.alive {
+			alive++
+		}
+	}
+	for _, in := range n.ns.inodes {
+		switch in.attr.Type {
+		case wire.TypeDir:
+			dirs++
+		default:
+			files++
+		}
+	}
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(n.nodes.count()), alive, uint64(n.txns.count())}}
+}

@@ -1,0 +1,271 @@
+package namenode
+
+// Operations on block lists: open (attributes with the blocks of the same
+// version), allocate, attach written blocks, drop failed replicas.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+func (n *Namenode) opBlocks(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	a := n.ns.attr(tx, q.Ino)
+	if a != nil && !may(who, a, permRead) {
+		return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+	}
+	return n.openResponse(tx, who, q.Ino, fmt.Sprintf("inode %d", q.Ino))
+}
+
+// openResponse answers an open: the attributes of a file together with the
+// block list of the same version (the size is that version's), so a reader
+// never sees one version's length with another's blocks.
+func (n *Namenode) openResponse(tx *Txn, who *auth.Identity, ino uint64, what string) (*wire.Response, error) {
+	a := n.ns.attr(tx, ino)
+	if a == nil {
+		return nil, fail(wire.ErrCodeNotFound, "%s: no such file or directory", what)
+	}
+	out := cp(a)
+	out.Blocksize = n.cfg.Blocksize
+	if a.Type != wire.TypeFile {
+		if tx != nil {
+			n.ns.use(tx, ino)
+		}
+		return &wire.Response{Attr: out}, nil
+	}
+	if !may(who, a, permRead) {
+		if tx != nil {
+			n.ns.use(tx, ino)
+		}
+		// Opening a file one may only write is allowed; its blocks are not
+		// handed out (Counters stays empty: no block list included).
+		return &wire.Response{Attr: out}, nil
+	}
+	xs, size := n.ns.fileVersion(tx, ino)
+	out.Size = size
+	return n.ticketed(tx, &wire.Response{Attr: out, Extents: xs, Nodes: n.nodeList(), Counters: []uint64{wire.BlocksIncluded}}), nil
+}
+
+// dropBlocks removes blocks at index ≥ keep from ino's list in tx.
+func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
+	old := n.ns.blockList(tx, ino)
+	var out []wire.Extent
+	for _, x := range old {
+		end := x.Index + uint64(x.Count)
+		switch {
+		case end <= keep:
+			out = append(out, x)
+		case x.Index >= keep:
+			tx.freed = append(tx.freed, extentRuns([]wire.Extent{x})...)
+		default:
+			k := keep - x.Index
+			head := wire.Extent{Index: x.Index, Count: uint32(k), CRC: x.CRC[:k], Gen: x.Gen}
+			for _, r := range x.Replicas {
+				head.Replicas = append(head.Replicas, r)
+				tx.freed = append(tx.freed, run{node: r.Node, start: r.Start + k, count: uint64(x.Count) - k})
+			}
+			out = append(out, head)
+		}
+	}
+	if tx.blocks == nil {
+		tx.blocks = map[uint64][]wire.Extent{}
+	}
+	tx.blocks[ino] = out
+}
+
+func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Count == 0 || q.Count > 1<<20 {
+		return nil, fail(wire.ErrCodeInvalid, "allocate: bad block count %d", q.Count)
+	}
+	if q.Index > maxBlockIndex {
+		return nil, fail(wire.ErrCodeInvalid, "allocate: block index %d too large", q.Index)
+	}
+	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
+		return nil, err
+	}
+	a, err := n.ns.mutAttr(tx, q.Ino)
+	if err != nil {
+		return nil, err
+	}
+	want := q.Count * uint64(max(a.Rep, 1))
+	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for user %q: it holds %d blocks in uncommitted transactions and %d more would pass its limit of %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.txns.held(tx.user), want, lim)
+	}
+	// On failure the allocator has given back whatever it took.
+	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, newGen())
+	if err != nil {
+		return nil, err
+	}
+	n.txns.charge(tx, want)
+	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
+}
+
+// userAllocLimit is how many blocks one user may hold in uncommitted
+// transactions: the configured limit, or seven eighths of the cluster's
+// blocks, so one user's transactions cannot take all the space.
+func (n *Namenode) userAllocLimit() uint64 {
+	if n.cfg.UserAllocLimit > 0 {
+		return n.cfg.UserAllocLimit
+	}
+	var total uint64
+	for dn := range n.nodes.all() {
+		total += dn.Blocks
+	}
+	return total - total/8
+}
+
+// allocatedAs reports whether tx allocated blocks start..start+count-1 of
+// node for file ino at file block index (so an allocated run can be
+// attached to one place only: never to a second file, never twice).
+func (tx *Txn) allocatedAs(node uint32, start, count, ino, index, gen uint64) bool {
+	for _, r := range tx.allocated[node] {
+		if r.ino == ino && r.gen == gen && r.start <= start && start+count <= r.start+r.count && index-r.index == start-r.start && index >= r.index {
+			return true
+		}
+	}
+	return false
+}
+
+// ownsRun reports whether tx allocated blocks start..start+count-1 of node.
+func (tx *Txn) ownsRun(node uint32, start, count uint64) bool {
+	for _, r := range tx.allocated[node] {
+		if r.start <= start && start+count <= r.start+r.count {
+			return true
+		}
+	}
+	return false
+}
+
+// mayWriteFile checks, without locking, that ino is a regular file who may
+// write.
+func (n *Namenode) mayWriteFile(tx *Txn, who *auth.Identity, ino uint64) error {
+	a := n.ns.attr(tx, ino)
+	if a == nil {
+		return fail(wire.ErrCodeNotFound, "inode %d: no such file", ino)
+	}
+	if a.Type != wire.TypeFile {
+		return fail(wire.ErrCodeIsDir, "inode %d is not a regular file", ino)
+	}
+	if !may(who, a, permWrite) {
+		return denied(who, fmt.Sprintf("write to inode %d", ino))
+	}
+	return nil
+}
+
+func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
+		return nil, err
+	}
+	a := n.ns.attr(tx, q.Ino)
+	for i := range q.Extents {
+		q.Extents[i].Tickets = nil // never stored
+	}
+	if q.Flags&wire.FlagSize != 0 && (q.Size < 0 || q.Size > maxFileSize(n.cfg.Blocksize)) {
+		return nil, fail(wire.ErrCodeInvalid, "setblocks: inode %d: bad size %d", q.Ino, q.Size)
+	}
+	size := a.Size
+	if q.Flags&wire.FlagSize != 0 {
+		size = q.Size
+	}
+	bs := uint64(n.cfg.Blocksize)
+	for _, x := range q.Extents {
+		if x.Count == 0 || len(x.CRC) != int(x.Count) || len(x.Replicas) == 0 || len(x.Replicas) > wire.MaxReplica {
+			return nil, fail(wire.ErrCodeInvalid, "setblocks: extent at index %d lacks checksums or replicas", x.Index)
+		}
+		if x.Index > maxBlockIndex || (x.Index+uint64(x.Count)-1)*bs >= uint64(size) {
+			return nil, fail(wire.ErrCodeInvalid, "setblocks: inode %d: blocks %d-%d lie beyond the file size %d", q.Ino, x.Index, x.Index+uint64(x.Count)-1, size)
+		}
+		nodes := map[uint32]bool{}
+		for _, r := range x.Replicas {
+			if nodes[r.Node] {
+				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d have two replicas on datanode %d", x.Index, x.Count, r.Node)
+			}
+			nodes[r.Node] = true
+			if !tx.allocatedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index, x.Gen) {
+				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d on datanode %d were not allocated by this transaction for inode %d blocks %d-%d", r.Start, x.Count, r.Node, q.Ino, x.Index, x.Index+uint64(x.Count)-1)
+			}
+		}
+	}
+	a, err := n.ns.mutAttr(tx, q.Ino)
+	if err != nil {
+		return nil, err
+	}
+	merged, freed := mergeBlocks(n.ns.blockList(tx, q.Ino), q.Extents)
+	tx.freed = append(tx.freed, freed...)
+	if tx.blocks == nil {
+		tx.blocks = map[uint64][]wire.Extent{}
+	}
+	tx.blocks[q.Ino] = merged
+	if q.Flags&wire.FlagSize != 0 {
+		a.Size = q.Size
+	}
+	a.Seq++
+	a.Mtime = time.Now().UnixNano()
+	a.Ctime = a.Mtime
+	return &wire.Response{}, nil
+}
+
+func maxFileSize(bs uint32) int64 { return int64(maxBlockIndex) * int64(bs) }
+
+// dropReplicas removes, from the blocks this transaction wrote, the
+// replicas on the given datanodes (identities), which could not make them
+// durable. Committed replicas are never touched, and every block must keep
+// at least one replica; the file is then under-replicated (fsck says so)
+// but the commit can go ahead with the data that is safe.
+func (n *Namenode) dropReplicas(tx *Txn, identities []string) error {
+	dead := map[uint32]bool{}
+	for _, id := range identities {
+		if dn := n.nodes.lookup(id); dn != nil {
+			dead[dn.ID] = true
+		}
+	}
+	for ino, xs := range tx.blocks {
+		var out []wire.Extent
+		for _, x := range xs {
+			// Committed blocks may share an extent with new ones; decide
+			// block by block where an extent is only partly this
+			// transaction's.
+			for _, piece := range splitForDrop(tx, x, dead) {
+				keep := piece.Replicas[:0:0]
+				for _, r := range piece.Replicas {
+					if dead[r.Node] && tx.ownsRun(r.Node, r.Start, uint64(piece.Count)) {
+						continue
+					}
+					keep = append(keep, r)
+				}
+				if len(keep) == 0 {
+					return fail(wire.ErrCodeUnavailable, "inode %d: blocks %d-%d have no replica left on a live datanode", ino, piece.Index, piece.Index+uint64(piece.Count)-1)
+				}
+				piece.Replicas = keep
+				out = appendExtent(out, piece)
+			}
+		}
+		tx.blocks[ino] = out
+	}
+	return nil
+}
+
+// splitForDrop returns x whole, or as single blocks when a replica on a
+// dead datanode is only partly owned by tx.
+func splitForDrop(tx *Txn, x wire.Extent, dead map[uint32]bool) []wire.Extent {
+	whole := true
+	for _, r := range x.Replicas {
+		if dead[r.Node] && !tx.ownsRun(r.Node, r.Start, uint64(x.Count)) {
+			whole = false
+		}
+	}
+	if whole || x.Count == 1 {
+		return []wire.Extent{x}
+	}
+	out := make([]wire.Extent, x.Count)
+	for k := uint64(0); k < uint64(x.Count); k++ {
+		p := wire.Extent{Index: x.Index + k, Count: 1, CRC: []uint32{x.CRC[k]}, Gen: x.Gen}
+		for _, r := range x.Replicas {
+			p.Replicas = append(p.Replicas, wire.Run{Node: r.Node, Start: r.Start + k})
+		}
+		out[k] = p
+	}
+	return out
+}
