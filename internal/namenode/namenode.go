@@ -112,9 +112,8 @@ type Namenode struct {
 	log *slog.Logger
 
 	mu         sync.Mutex
-	ns         *namespace // guarded by mu
-	inoNext    uint64
-	inoLimit   uint64
+	ns         *namespace    // guarded by mu
+	inos       inoCounter    // guarded by mu
 	locks      *lockTable    // guarded by mu
 	txns       *txnTable     // guarded by mu
 	nodes      *nodeRegistry // guarded by mu
@@ -221,7 +220,7 @@ func New(cfg Config) (*Namenode, error) {
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
 		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns)}
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
-	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inoNext,
+	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inos.next,
 		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
 	for _, a := range snap.Inodes {
 		in := &inode{attr: a}
@@ -279,8 +278,7 @@ func New(cfg Config) (*Namenode, error) {
 			return nil, fmt.Errorf("delete %d orphaned inodes: %w", len(orphans), err)
 		}
 	}
-	n.inoNext = snap.InoLimit
-	n.inoLimit = snap.InoLimit
+	n.inos = inoCounter{next: snap.InoLimit, limit: snap.InoLimit}
 	n.clog = clog
 	n.ckptCond = sync.NewCond(&n.ckptMu)
 	n.ckptDone = snap.LogSeq
@@ -332,10 +330,6 @@ func (in *inode) linkFrom(parent uint64, d int) {
 	}
 }
 
-// inoChunk inode numbers are reserved durably at a time, so numbers are
-// never reused across restarts without a store write per create.
-const inoChunk = 1 << 16
-
 // newIno returns a fresh inode number. Called with n.mu held.
 //
 // The reservation of a new chunk goes to the committer like any change: it
@@ -343,13 +337,7 @@ const inoChunk = 1 << 16
 // store batch as (or an earlier one than) any commit using those numbers.
 // A crash before that batch loses only numbers nobody committed.
 func (n *Namenode) newIno() (uint64, error) {
-	if n.inoNext >= n.inoLimit {
-		n.inoLimit = n.inoNext + inoChunk
-		n.deferChange(&meta.Change{InoLimit: n.inoLimit})
-	}
-	ino := n.inoNext
-	n.inoNext++
-	return ino, nil
+	return n.inos.take(func(limit uint64) { n.deferChange(&meta.Change{InoLimit: limit}) }), nil
 }
 
 // fatal stops the namenode after a store failure: nothing more is
