@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/plasmafs/plasma/internal/commitlog"
 	"github.com/plasmafs/plasma/internal/meta"
@@ -21,18 +20,6 @@ import (
 // (meta.Change.LogSeq). Start-up replays what the store lacks. Once the
 // log holds more than LogSize, the committer waits for the checkpointer,
 // makes the store durable and starts the log over.
-
-// The checkpointer waits ckptGather for more batches unless
-// ckptBatchMin are queued.
-const (
-	ckptGather   = 20 * time.Millisecond
-	ckptBatchMin = 256
-)
-
-type ckptBatch struct {
-	seq     uint64
-	changes []*meta.Change
-}
 
 const defaultLogSize = 64 << 20
 
@@ -92,51 +79,8 @@ func (n *Namenode) logBatch(changes []*meta.Change) error {
 	if err != nil {
 		return err
 	}
-	n.ckptMu.Lock()
-	n.ckptQ = append(n.ckptQ, ckptBatch{seq, changes})
-	n.ckptCond.Broadcast()
-	n.ckptMu.Unlock()
+	n.ckpt.queue(seq, changes)
 	return nil
-}
-
-// checkpointer applies logged batches to the store.
-func (n *Namenode) checkpointer() {
-	defer n.ckptWG.Done()
-	for {
-		n.ckptMu.Lock()
-		for len(n.ckptQ) == 0 && !n.ckptStop {
-			n.ckptCond.Wait()
-		}
-		if len(n.ckptQ) < ckptBatchMin && !n.ckptStop {
-			// Let batches gather: one larger store transaction costs far
-			// less CPU than many small ones, and nobody waits for it.
-			n.ckptMu.Unlock()
-			time.Sleep(ckptGather)
-			n.ckptMu.Lock()
-		}
-		q := n.ckptQ
-		n.ckptQ = nil
-		stop := n.ckptStop
-		n.ckptMu.Unlock()
-		if len(q) > 0 {
-			var all []*meta.Change
-			for _, b := range q {
-				all = append(all, b.changes...)
-			}
-			last := q[len(q)-1].seq
-			if err := n.cfg.Store.Apply(context.Background(), append(all, &meta.Change{LogSeq: last})); err != nil {
-				n.fatal(fmt.Errorf("checkpoint the commit log into the store: %w", err))
-				return
-			}
-			n.ckptMu.Lock()
-			n.ckptDone = last
-			n.ckptCond.Broadcast()
-			n.ckptMu.Unlock()
-		}
-		if stop && len(q) == 0 {
-			return
-		}
-	}
 }
 
 // ReplayLog brings a stopped namenode's store up to date with its commit
@@ -159,12 +103,7 @@ func (n *Namenode) waitCheckpoint() {
 	if n.clog == nil {
 		return
 	}
-	n.ckptMu.Lock()
-	defer n.ckptMu.Unlock()
-	want := n.clog.Next() - 1
-	for n.ckptDone < want && !n.ckptStop {
-		n.ckptCond.Wait()
-	}
+	n.ckpt.wait(n.clog.Next() - 1)
 }
 
 // restartLog starts the log over once it is large: the store must first

@@ -133,13 +133,8 @@ type Namenode struct {
 	appliedSeq, durableSeq uint64
 
 	// The commit log and its checkpointer (nil without a log).
-	clog     *commitlog.Log
-	ckptMu   sync.Mutex
-	ckptCond *sync.Cond
-	ckptQ    []ckptBatch // logged batches not yet in the store
-	ckptDone uint64      // last log record the store holds
-	ckptStop bool
-	ckptWG   sync.WaitGroup
+	clog *commitlog.Log
+	ckpt *checkpointer
 
 	commits atomic.Uint64
 
@@ -280,8 +275,6 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.inos = inoCounter{next: snap.InoLimit, limit: snap.InoLimit}
 	n.clog = clog
-	n.ckptCond = sync.NewCond(&n.ckptMu)
-	n.ckptDone = snap.LogSeq
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
@@ -289,8 +282,7 @@ func New(cfg Config) (*Namenode, error) {
 	}()
 	go n.reaper()
 	if clog != nil {
-		n.ckptWG.Add(1)
-		go n.checkpointer()
+		n.ckpt = newCheckpointer(cfg.Store, snap.LogSeq, n.fatal)
 	}
 	return n, nil
 }
@@ -362,12 +354,8 @@ func (n *Namenode) Close() error {
 	n.wg.Wait()
 	// The checkpointer applies what is logged, then stops; the log itself
 	// would replay it anyway.
-	n.ckptMu.Lock()
-	n.ckptStop = true
-	n.ckptCond.Broadcast()
-	n.ckptMu.Unlock()
-	n.ckptWG.Wait()
 	if n.clog != nil {
+		n.ckpt.stop()
 		n.clog.Close()
 	}
 	return nil
