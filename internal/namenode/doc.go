@@ -16,13 +16,16 @@
 // namespace.go and paths.go), the lock manager (lockTable, locks.go), the
 // transaction manager (txnTable, txns.go), the block allocator
 // (blockAllocator, allocator.go, over the blockMap of alloc.go), the
-// datanode registry (nodeRegistry, nodes.go) and the blocks waiting to be
-// reusable (freeQueue, frees.go). None has a mutex of its own: all are
+// datanode registry (nodeRegistry, nodes.go), the blocks waiting to be
+// reusable (freeQueue, frees.go) and the inode-number counter
+// (inoCounter, inos.go). None has a mutex of its own: all are
 // guarded by Namenode.mu, which every request holds while it reads or
 // changes them, so a request sees them consistent with each other. The
 // committer (committer, committer.go) batches commits and decides syncs
 // and answers; it writes through the namenode (nnStore, commit.go), which
-// applies written batches under Namenode.mu. Fsck is a checker (fsck.go)
+// applies written batches under Namenode.mu; with a commit log, the
+// checkpointer (checkpointer.go, its own lock) applies logged batches to
+// the store in the background. Fsck is a checker (fsck.go)
 // over the namespace and the datanode registry, under Namenode.mu. The
 // RPC server (rpcServer, rpcserver.go) does connections, framing,
 // handshakes and dispatch; it calls the namenode's requestHandler methods
