@@ -17,7 +17,7 @@ type applyStore struct {
 }
 
 func (s *applyStore) Load(context.Context) (*meta.Snapshot, error) { return &meta.Snapshot{}, nil }
-func (s *applyStore) Close() error                                  { return nil }
+func (s *applyStore) Close() error                                 { return nil }
 func (s *applyStore) Apply(_ context.Context, cs []*meta.Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
