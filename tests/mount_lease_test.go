@@ -158,3 +158,57 @@ func missingAt(t *testing.T, dfd int, name string) {
 		t.Fatalf("stat %s: %v, want ENOENT", name, err)
 	}
 }
+
+// TestMountDirLeaseTwoMounts: two mounts creating in one directory, each
+// checking right after the other's create returned that it sees the new
+// name (and its own ones, and no name that was never made); and both
+// making the same directory at once: exactly one succeeds.
+func TestMountDirLeaseTwoMounts(t *testing.T) {
+	needFUSE(t)
+	c := clustertest.Start(t, clustertest.Options{})
+	a := startMount(t, c, "ttl=0")
+	b := startMount(t, c, "ttl=0")
+	afd := mkdirAt(t, a, "d")
+	bfd, err := unix.Open(b.Path("d"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	mustOK(t, "open d in the second mount", err)
+	defer unix.Close(bfd)
+	create := func(fd int, name string) {
+		t.Helper()
+		f, err := unix.Openat(fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644)
+		mustOK(t, "create "+name, err)
+		mustOK(t, "close "+name, unix.Close(f))
+	}
+	exists := func(fd int, name, who string) {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			t.Fatalf("%s: stat d/%s: %v", who, name, err)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		an, bn := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
+		// Misses keep each mount asking for (and holding) the lease.
+		missingAt(t, afd, "never-"+an)
+		missingAt(t, bfd, "never-"+bn)
+		create(afd, an)
+		exists(bfd, an, "second mount")
+		exists(afd, an, "first mount")
+		create(bfd, bn)
+		exists(afd, bn, "first mount")
+		exists(bfd, bn, "second mount")
+	}
+	// The same new directory from both mounts at once.
+	for i := 0; i < 10; i++ {
+		name := fmt.Sprintf("both%d", i)
+		errs := make(chan error, 2)
+		for _, fd := range []int{afd, bfd} {
+			go func() { errs <- unix.Mkdirat(fd, name, 0o755) }()
+		}
+		e1, e2 := <-errs, <-errs
+		if (e1 == nil) == (e2 == nil) || (e1 != nil && !errors.Is(e1, syscall.EEXIST)) || (e2 != nil && !errors.Is(e2, syscall.EEXIST)) {
+			t.Fatalf("mkdir d/%s from two mounts: %v and %v, want one success and one EEXIST", name, e1, e2)
+		}
+		exists(afd, name, "first mount")
+		exists(bfd, name, "second mount")
+	}
+}
