@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -63,6 +64,12 @@ func TestMountDirLease(t *testing.T) {
 	}
 	if n := lookups() - before; n >= 10 {
 		t.Errorf("%d namenode lookups for 40 lookups of missing names in a leased directory, want almost none", n)
+	}
+	// A name the namenode would refuse gets the namenode's error, not
+	// ENOENT from the lease (pjdfstest link::enametoolong_component).
+	var lst unix.Stat_t
+	if err := unix.Fstatat(dfd, strings.Repeat("x", 256), &lst, unix.AT_SYMLINK_NOFOLLOW); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("stat of a 256-byte name in a leased directory: %v, want ENAMETOOLONG", err)
 	}
 	// The mount's own names are all there (none is taken for missing).
 	for i := 0; i < 20; i++ {

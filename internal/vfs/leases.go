@@ -2,10 +2,12 @@ package vfs
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/wire"
 )
 
 // dirNames answers "no such name" for directories this mount holds a
@@ -49,8 +51,12 @@ func newDirNames(c *client.Client) *dirNames {
 }
 
 // absent reports whether name is known not to exist in dir, renewing the
-// lease when half of it has run.
+// lease when half of it has run. Only names the namenode would take are
+// answered here: for any other it has the right error (ENAMETOOLONG, say).
 func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
+	if name == "" || len(name) > wire.MaxName || strings.ContainsAny(name, "/\x00") {
+		return false
+	}
 	d.mu.Lock()
 	ld := d.dirs[dir]
 	if ld == nil {
