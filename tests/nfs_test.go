@@ -72,6 +72,12 @@ func startNFS(t *testing.T, c *clustertest.Procs, args ...string) *nfsBridge {
 // dialNFS mounts the bridge's export with the Go NFSv3 client.
 func dialNFS(t *testing.T, addr string) *nfsc.Target {
 	t.Helper()
+	return dialNFSAs(t, addr, rpc.AuthNull)
+}
+
+// dialNFSAs mounts the export with the credential auth on every call.
+func dialNFSAs(t *testing.T, addr string, auth rpc.Auth) *nfsc.Target {
+	t.Helper()
 	// The client binds a random local port and does not retry when it is
 	// taken: try a few times.
 	var rc *rpc.Client
@@ -86,7 +92,7 @@ func dialNFS(t *testing.T, addr string) *nfsc.Target {
 	}
 	t.Cleanup(rc.Close)
 	m := &nfsc.Mount{Client: rc}
-	tg, err := m.Mount("/", rpc.AuthNull)
+	tg, err := m.Mount("/", auth)
 	if err != nil {
 		t.Fatalf("NFS mount: %v", err)
 	}

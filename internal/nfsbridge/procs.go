@@ -27,6 +27,8 @@ const (
 	procRead    = 6
 	procWrite   = 7
 	procCreate  = 8
+	procMkdir   = 9
+	procSymlink = 10
 	procRemove  = 12
 	procRmdir   = 13
 	procRename  = 14
@@ -64,7 +66,11 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 		case procSetAttr:
 			return b.nfsSetAttr
 		case procCreate:
-			return b.nfsCreate
+			return func(args []byte) ([]byte, uint32) { return b.nfsCreate(callerCtx(h), args) }
+		case procMkdir:
+			return func(args []byte) ([]byte, uint32) { return b.nfsMkdir(callerCtx(h), args) }
+		case procSymlink:
+			return func(args []byte) ([]byte, uint32) { return b.nfsSymlink(callerCtx(h), args) }
 		case procRead:
 			return b.nfsRead
 		case procWrite:
@@ -104,6 +110,16 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 		return nil
 	}
 	return rejectWith(progUnavail)
+}
+
+// callerCtx carries the call's AUTH_UNIX user and group, so that what
+// it creates is theirs (as through the FUSE mount, the namenode honours
+// this only when the bridge's credential is a superuser's).
+func callerCtx(h rpcCallHeader) context.Context {
+	if h.unix == nil {
+		return context.Background()
+	}
+	return vfs.WithCaller(context.Background(), vfs.Caller{UID: h.unix.uid, GID: h.unix.gid})
 }
 
 func rejectWith(accept uint32) procHandler {
@@ -747,7 +763,7 @@ const (
 // nfsCreate answers CREATE. go-nfs truncates an existing file on an
 // UNCHECKED create (it opens with O_TRUNC) and refuses EXCLUSIVE ones,
 // which O_EXCL creates of Linux clients use.
-func (b *Bridge) nfsCreate(args []byte) ([]byte, uint32) {
+func (b *Bridge) nfsCreate(ctx context.Context, args []byte) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	dir, name, err := b.dirOp(&d)
 	how := d.u32()
@@ -764,14 +780,22 @@ func (b *Bridge) nfsCreate(args []byte) ([]byte, uint32) {
 	if d.err != nil || errors.Is(err, errGarbage) {
 		return nil, garbageArgs
 	}
-	ctx := context.Background()
+	return b.newEntryReply(ctx, dir, err, func() (uint64, error) {
+		return b.create(ctx, dir, name, how, sa, verf)
+	})
+}
+
+// newEntryReply runs mk (unless err is set already or the bridge is
+// read-only) and answers as CREATE, MKDIR and SYMLINK do: the status, the
+// new entry's handle and attributes, the directory's before and after.
+func (b *Bridge) newEntryReply(ctx context.Context, dir uint64, err error, mk func() (uint64, error)) ([]byte, uint32) {
 	pre := b.attrs(ctx, dir)
 	var ino uint64
 	if err == nil {
 		if b.v.ReadOnly() {
 			err = syscall.EROFS
 		} else {
-			ino, err = b.create(ctx, dir, name, how, sa, verf)
+			ino, err = mk()
 		}
 	}
 	var e xdrEncoder
@@ -783,6 +807,50 @@ func (b *Bridge) nfsCreate(args []byte) ([]byte, uint32) {
 	}
 	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, dir))
 	return e.b, acceptSuccess
+}
+
+// nfsMkdir answers MKDIR, so that the directory belongs to the caller.
+func (b *Bridge) nfsMkdir(ctx context.Context, args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	dir, name, err := b.dirOp(&d)
+	sa := readSattr(&d)
+	if d.err != nil || errors.Is(err, errGarbage) {
+		return nil, garbageArgs
+	}
+	return b.newEntryReply(ctx, dir, err, func() (uint64, error) {
+		mode := uint32(0o755)
+		if sa.mode != nil {
+			mode = *sa.mode & 0o7777
+		}
+		a, err := b.v.Mkdir(ctx, dir, name, mode)
+		if err != nil {
+			return 0, err
+		}
+		if r, any := sa.req(false); any {
+			if _, err := b.v.SetAttr(ctx, a.Ino, r); err != nil {
+				return 0, err
+			}
+		}
+		return a.Ino, nil
+	})
+}
+
+// nfsSymlink answers SYMLINK, so that the link belongs to the caller.
+func (b *Bridge) nfsSymlink(ctx context.Context, args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	dir, name, err := b.dirOp(&d)
+	readSattr(&d) // a symbolic link's own mode means nothing
+	target := d.opaque()
+	if d.err != nil || errors.Is(err, errGarbage) {
+		return nil, garbageArgs
+	}
+	return b.newEntryReply(ctx, dir, err, func() (uint64, error) {
+		if len(target) == 0 {
+			return 0, syscall.EINVAL
+		}
+		a, err := b.v.Symlink(ctx, dir, name, string(target))
+		return a.Ino, err
+	})
 }
 
 // verfTime is how an EXCLUSIVE create's verifier is kept: as the new

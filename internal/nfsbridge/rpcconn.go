@@ -35,6 +35,35 @@ const (
 // rpcCallHeader is the part of an RPC call the interceptor routes by.
 type rpcCallHeader struct {
 	xid, prog, vers, proc uint32
+	// unix is the caller's AUTH_UNIX credential (RFC 5531 appendix A),
+	// when the call carries one.
+	unix *authUnix
+}
+
+// authUnix is what an AUTH_UNIX (AUTH_SYS) credential says about the
+// caller. Nothing proves it: as for any NFS server with sec=sys, the
+// client machine is trusted to name its user.
+type authUnix struct {
+	uid, gid uint32
+}
+
+const authUnixFlavor = 1
+
+// parseAuthUnix reads an AUTH_UNIX credential body; nil if malformed.
+func parseAuthUnix(body []byte) *authUnix {
+	d := xdrDecoder{b: body}
+	d.u32() // stamp
+	if machine := d.opaque(); len(machine) > 255 {
+		return nil
+	}
+	a := &authUnix{uid: d.u32(), gid: d.u32()}
+	if n := d.u32(); n > 16 {
+		return nil
+	}
+	if d.err != nil {
+		return nil
+	}
+	return a
 }
 
 // procHandler answers one intercepted procedure: it gets the arguments
@@ -238,8 +267,11 @@ func parseCall(rec []byte) (h rpcCallHeader, args []byte, verdict int) {
 		return h, nil, callBadVersion
 	}
 	h.prog, h.vers, h.proc = d.u32(), d.u32(), d.u32()
-	d.u32() // credential flavor
+	flavor := d.u32()
 	cred := d.opaque()
+	if flavor == authUnixFlavor && d.err == nil {
+		h.unix = parseAuthUnix(cred)
+	}
 	d.u32() // verifier flavor
 	verf := d.opaque()
 	switch {
