@@ -30,7 +30,38 @@ func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
 	}
 	out := cp(a)
 	out.Blocksize = n.cfg.Blocksize
+	if out.Type == wire.TypeDir && out.Nlink != 0 && tx != nil && len(tx.entries) > 0 {
+		out.Nlink = n.txnDirNlink(tx, ino)
+	}
 	return &wire.Response{Attr: out}, nil
+}
+
+// txnDirNlink is directory ino's link count as tx sees it: 2 plus the
+// committed subdirectories, with tx's own mkdirs, rmdirs and directory
+// moves in and out of ino counted (the committed count follows only at
+// commit).
+func (n *Namenode) txnDirNlink(tx *Txn, ino uint64) uint32 {
+	var committed map[string]uint64
+	subdirs := 0
+	if in := n.ns.inodes[ino]; in != nil {
+		committed, subdirs = in.entries, in.subdirs
+	}
+	for k, now := range tx.entries {
+		if k.Parent != ino {
+			continue
+		}
+		before := committed[k.Name]
+		if before == now {
+			continue
+		}
+		if in := n.ns.inodes[before]; before != 0 && in != nil && in.attr.Type == wire.TypeDir {
+			subdirs--
+		}
+		if a := n.ns.attr(tx, now); now != 0 && a != nil && a.Type == wire.TypeDir {
+			subdirs++
+		}
+	}
+	return uint32(2 + max(subdirs, 0))
 }
 
 func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
