@@ -242,14 +242,29 @@ func TestReadStopsWhenContextCancelled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	frozen := xs[1].Replicas[0].Addr
 	for _, p := range c.DNs {
-		if p.Addr == xs[1].Replicas[0].Addr {
+		if p.Addr == frozen {
 			syscall.Kill(datanodePid(t, p), syscall.SIGSTOP)
 		}
 	}
+	// A block after 128 (not read yet, past the read-ahead of the first
+	// read) that the frozen datanode holds: where the allocator put each
+	// block may vary with load.
+	var next uint64
+	for _, x := range xs {
+		for i := uint64(0); i < uint64(x.Count) && next == 0; i++ {
+			if x.Index+i > 128 && x.Replicas[0].Addr == frozen {
+				next = x.Index + i
+			}
+		}
+	}
+	if next == 0 {
+		t.Fatalf("no block after 128 on the frozen datanode: %+v", xs)
+	}
 	cancel()
 	done := make(chan error, 1)
-	go func() { _, err := f.ReadAt(buf, 129*bs); done <- err }()
+	go func() { _, err := f.ReadAt(buf, int64(next)*bs); done <- err }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
