@@ -533,6 +533,16 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 	} else if dir {
 		return fail(wire.ErrCodeNotDir, "%s: not a directory", p)
 	}
+	if err := n.dropLink(tx, ino); err != nil {
+		return err
+	}
+	n.ns.setEntry(tx, parent, name, 0)
+	return nil
+}
+
+// dropLink counts one name of ino less (a directory has none left) and
+// touches its ctime; the caller removes or replaces the entry.
+func (n *Namenode) dropLink(tx *Txn, ino uint64) error {
 	ma, err := n.ns.mutAttr(tx, ino)
 	if err != nil {
 		return err
@@ -543,7 +553,6 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 		ma.Nlink--
 	}
 	ma.Ctime = time.Now().UnixNano()
-	n.ns.setEntry(tx, parent, name, 0)
 	return nil
 }
 
@@ -685,16 +694,9 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 				return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", to)
 			}
 		}
-		ma, err := n.ns.mutAttr(tx, dst)
-		if err != nil {
+		if err := n.dropLink(tx, dst); err != nil {
 			return err
 		}
-		if ma.Type == wire.TypeDir {
-			ma.Nlink = 0
-		} else {
-			ma.Nlink--
-		}
-		ma.Ctime = time.Now().UnixNano()
 	}
 	n.ns.setEntry(tx, sp, sname, 0)
 	n.ns.setEntry(tx, dp, dname, src)
