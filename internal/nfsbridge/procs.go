@@ -64,27 +64,27 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 		}
 		switch h.proc {
 		case procSetAttr:
-			return b.nfsSetAttr
+			return bind(h, b.nfsSetAttr)
 		case procCreate:
-			return func(args []byte) ([]byte, uint32) { return b.nfsCreate(callerCtx(h), args) }
+			return bind(h, b.nfsCreate)
 		case procMkdir:
-			return func(args []byte) ([]byte, uint32) { return b.nfsMkdir(callerCtx(h), args) }
+			return bind(h, b.nfsMkdir)
 		case procSymlink:
-			return func(args []byte) ([]byte, uint32) { return b.nfsSymlink(callerCtx(h), args) }
+			return bind(h, b.nfsSymlink)
 		case procRead:
-			return b.nfsRead
+			return bind(h, b.nfsRead)
 		case procWrite:
-			return b.nfsWrite
+			return bind(h, b.nfsWrite)
 		case procCommit:
 			return b.nfsCommit
 		case procLink:
-			return b.nfsLink
+			return bind(h, b.nfsLink)
 		case procRemove:
-			return b.nfsRemove
+			return bind(h, b.nfsRemove)
 		case procRmdir:
-			return b.nfsRmdir
+			return bind(h, b.nfsRmdir)
 		case procRename:
-			return b.nfsRename
+			return bind(h, b.nfsRename)
 		case procFSInfo:
 			return b.nfsFSInfo
 		}
@@ -114,12 +114,77 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 
 // callerCtx carries the call's AUTH_UNIX user and group, so that what
 // it creates is theirs (as through the FUSE mount, the namenode honours
-// this only when the bridge's credential is a superuser's).
+// this only when the bridge's credential is a superuser's) and its
+// access is checked for them (access).
 func callerCtx(h rpcCallHeader) context.Context {
 	if h.unix == nil {
 		return context.Background()
 	}
-	return vfs.WithCaller(context.Background(), vfs.Caller{UID: h.unix.uid, GID: h.unix.gid})
+	ctx := vfs.WithCaller(context.Background(), vfs.Caller{UID: h.unix.uid, GID: h.unix.gid})
+	return context.WithValue(ctx, unixKey{}, h.unix)
+}
+
+type unixKey struct{}
+
+// bind gives a handler the context of the call h.
+func bind(h rpcCallHeader, f func(ctx context.Context, args []byte) ([]byte, uint32)) procHandler {
+	return func(args []byte) ([]byte, uint32) { return f(callerCtx(h), args) }
+}
+
+// Access bits (as access(2) and vfs.Access take them).
+const (
+	mayRead  = 4
+	mayWrite = 2
+	mayExec  = 1
+)
+
+// access checks that the call's AUTH_UNIX caller may use inode ino as
+// mask asks (no kernel checks for NFS callers, as one does for the FUSE
+// mount). A call without a credential acts with the bridge's rights.
+func (b *Bridge) access(ctx context.Context, ino uint64, mask uint32) error {
+	u, ok := ctx.Value(unixKey{}).(*authUnix)
+	if !ok {
+		return nil
+	}
+	return b.v.Access(ctx, ino, mask, u.uid, []uint32{u.gid})
+}
+
+// mayChangeEntry checks that the caller may add or remove name in dir:
+// write and search permission on dir, and in a sticky directory
+// ownership of dir or of what name is (when it is there).
+func (b *Bridge) mayChangeEntry(ctx context.Context, dir uint64, name string) error {
+	if err := b.access(ctx, dir, mayWrite|mayExec); err != nil {
+		return err
+	}
+	u, ok := ctx.Value(unixKey{}).(*authUnix)
+	if !ok || u.uid == 0 {
+		return nil
+	}
+	da, err := b.v.GetAttr(ctx, dir)
+	if err != nil || da.Mode&os.ModeSticky == 0 || b.v.UID(da.User) == u.uid {
+		return err
+	}
+	if a, err := b.v.Lookup(ctx, dir, name); err == nil && b.v.UID(a.User) != u.uid {
+		return syscall.EACCES
+	}
+	return nil
+}
+
+// ownerOrRoot checks that the caller owns ino (or is root), as changing
+// its mode or owner requires.
+func (b *Bridge) ownerOrRoot(ctx context.Context, ino uint64) error {
+	u, ok := ctx.Value(unixKey{}).(*authUnix)
+	if !ok || u.uid == 0 {
+		return nil
+	}
+	a, err := b.v.GetAttr(ctx, ino)
+	if err != nil {
+		return err
+	}
+	if b.v.UID(a.User) != u.uid {
+		return syscall.EPERM
+	}
+	return nil
 }
 
 func rejectWith(accept uint32) procHandler {
@@ -390,7 +455,7 @@ func (b *Bridge) closeAll() {
 	}
 }
 
-func (b *Bridge) nfsRead(args []byte) ([]byte, uint32) {
+func (b *Bridge) nfsRead(ctx context.Context, args []byte) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	fh := d.opaque()
 	off := d.u64()
@@ -398,7 +463,6 @@ func (b *Bridge) nfsRead(args []byte) ([]byte, uint32) {
 	if d.err != nil {
 		return nil, garbageArgs
 	}
-	ctx := context.Background()
 	var e xdrEncoder
 	ino, err := b.inoOf(fh)
 	var a vfs.Attr
@@ -407,6 +471,9 @@ func (b *Bridge) nfsRead(args []byte) ([]byte, uint32) {
 	}
 	if err == nil && a.IsDir() {
 		err = syscall.EISDIR
+	}
+	if err == nil {
+		err = b.access(ctx, ino, mayRead)
 	}
 	if err != nil {
 		e.u32(statusOf(err))
@@ -443,7 +510,7 @@ func (b *Bridge) nfsRead(args []byte) ([]byte, uint32) {
 	return e.b, acceptSuccess
 }
 
-func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
+func (b *Bridge) nfsWrite(ctx context.Context, args []byte) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	fh := d.opaque()
 	off := d.u64()
@@ -456,7 +523,6 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 	if int(count) < len(data) {
 		data = data[:count]
 	}
-	ctx := context.Background()
 	var e xdrEncoder
 	fail := func(err error, pre *nfs.FileAttribute, ino uint64) ([]byte, uint32) {
 		e.u32(statusOf(err))
@@ -477,6 +543,9 @@ func (b *Bridge) nfsWrite(args []byte) ([]byte, uint32) {
 		return fail(syscall.EROFS, nil, ino)
 	case off > 1<<62:
 		return fail(syscall.EFBIG, nil, ino)
+	}
+	if err := b.access(ctx, ino, mayWrite); err != nil {
+		return fail(err, nil, ino)
 	}
 	pre := nfs.ToFileAttribute(b.fs.info("", a), "")
 	f, err := b.useFile(ctx, ino, a.Seq, true)
@@ -571,14 +640,13 @@ func (b *Bridge) dirOp(d *xdrDecoder) (dir uint64, name string, err error) {
 	return dir, name, nil
 }
 
-func (b *Bridge) nfsLink(args []byte) ([]byte, uint32) {
+func (b *Bridge) nfsLink(ctx context.Context, args []byte) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	fh := d.opaque()
 	dir, name, err := b.dirOp(&d)
 	if errors.Is(err, errGarbage) {
 		return nil, garbageArgs
 	}
-	ctx := context.Background()
 	ino, ierr := b.inoOf(fh)
 	if err == nil {
 		err = ierr
@@ -587,7 +655,7 @@ func (b *Bridge) nfsLink(args []byte) ([]byte, uint32) {
 	if err == nil {
 		if b.v.ReadOnly() {
 			err = syscall.EROFS
-		} else {
+		} else if err = b.mayChangeEntry(ctx, dir, name); err == nil {
 			_, err = b.v.Link(ctx, ino, dir, name)
 		}
 	}
@@ -598,19 +666,26 @@ func (b *Bridge) nfsLink(args []byte) ([]byte, uint32) {
 	return e.b, acceptSuccess
 }
 
-func (b *Bridge) nfsRemove(args []byte) ([]byte, uint32) { return b.removeOp(args, false) }
-func (b *Bridge) nfsRmdir(args []byte) ([]byte, uint32)  { return b.removeOp(args, true) }
+func (b *Bridge) nfsRemove(ctx context.Context, args []byte) ([]byte, uint32) {
+	return b.removeOp(ctx, args, false)
+}
 
-func (b *Bridge) removeOp(args []byte, isDir bool) ([]byte, uint32) {
+func (b *Bridge) nfsRmdir(ctx context.Context, args []byte) ([]byte, uint32) {
+	return b.removeOp(ctx, args, true)
+}
+
+func (b *Bridge) removeOp(ctx context.Context, args []byte, isDir bool) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	dir, name, err := b.dirOp(&d)
 	if errors.Is(err, errGarbage) {
 		return nil, garbageArgs
 	}
-	ctx := context.Background()
 	pre := b.attrs(ctx, dir)
 	if err == nil && b.v.ReadOnly() {
 		err = syscall.EROFS
+	}
+	if err == nil {
+		err = b.mayChangeEntry(ctx, dir, name)
 	}
 	if err == nil {
 		if isDir {
@@ -625,7 +700,7 @@ func (b *Bridge) removeOp(args []byte, isDir bool) ([]byte, uint32) {
 	return e.b, acceptSuccess
 }
 
-func (b *Bridge) nfsRename(args []byte) ([]byte, uint32) {
+func (b *Bridge) nfsRename(ctx context.Context, args []byte) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	sdir, sname, err := b.dirOp(&d)
 	ddir, dname, err2 := b.dirOp(&d)
@@ -635,10 +710,15 @@ func (b *Bridge) nfsRename(args []byte) ([]byte, uint32) {
 	if err == nil {
 		err = err2
 	}
-	ctx := context.Background()
 	spre, dpre := b.attrs(ctx, sdir), b.attrs(ctx, ddir)
 	if err == nil && b.v.ReadOnly() {
 		err = syscall.EROFS
+	}
+	if err == nil {
+		err = b.mayChangeEntry(ctx, sdir, sname)
+	}
+	if err == nil {
+		err = b.mayChangeEntry(ctx, ddir, dname)
 	}
 	if err == nil {
 		err = b.v.Rename(ctx, sdir, sname, ddir, dname, 0)
@@ -781,6 +861,9 @@ func (b *Bridge) nfsCreate(ctx context.Context, args []byte) ([]byte, uint32) {
 		return nil, garbageArgs
 	}
 	return b.newEntryReply(ctx, dir, err, func() (uint64, error) {
+		if err := b.mayChangeEntry(ctx, dir, name); err != nil {
+			return 0, err
+		}
 		return b.create(ctx, dir, name, how, sa, verf)
 	})
 }
@@ -818,6 +901,9 @@ func (b *Bridge) nfsMkdir(ctx context.Context, args []byte) ([]byte, uint32) {
 		return nil, garbageArgs
 	}
 	return b.newEntryReply(ctx, dir, err, func() (uint64, error) {
+		if err := b.mayChangeEntry(ctx, dir, name); err != nil {
+			return 0, err
+		}
 		mode := uint32(0o755)
 		if sa.mode != nil {
 			mode = *sa.mode & 0o7777
@@ -847,6 +933,9 @@ func (b *Bridge) nfsSymlink(ctx context.Context, args []byte) ([]byte, uint32) {
 	return b.newEntryReply(ctx, dir, err, func() (uint64, error) {
 		if len(target) == 0 {
 			return 0, syscall.EINVAL
+		}
+		if err := b.mayChangeEntry(ctx, dir, name); err != nil {
+			return 0, err
 		}
 		a, err := b.v.Symlink(ctx, dir, name, string(target))
 		return a.Ino, err
@@ -912,7 +1001,7 @@ func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32
 // nfsSetAttr answers SETATTR: with the setuid, setgid and sticky bits, a
 // size change in the file the bridge holds open (if it does), and the
 // ctime guard.
-func (b *Bridge) nfsSetAttr(args []byte) ([]byte, uint32) {
+func (b *Bridge) nfsSetAttr(ctx context.Context, args []byte) ([]byte, uint32) {
 	d := xdrDecoder{b: args}
 	fh := d.opaque()
 	sa := readSattr(&d)
@@ -925,7 +1014,6 @@ func (b *Bridge) nfsSetAttr(args []byte) ([]byte, uint32) {
 	if d.err != nil {
 		return nil, garbageArgs
 	}
-	ctx := context.Background()
 	var e xdrEncoder
 	ino, err := b.inoOf(fh)
 	var pre *nfs.FileAttribute
@@ -943,12 +1031,34 @@ func (b *Bridge) nfsSetAttr(args []byte) ([]byte, uint32) {
 		case r.Size != nil && *r.Size < 0:
 			err = syscall.EFBIG
 		default:
-			_, err = b.v.SetAttr(ctx, ino, r)
+			if err = b.maySetAttr(ctx, ino, sa); err == nil {
+				_, err = b.v.SetAttr(ctx, ino, r)
+			}
 		}
 	}
 	e.u32(statusOf(err))
 	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, ino))
 	return e.b, acceptSuccess
+}
+
+// maySetAttr checks the caller may make the changes sa asks of ino: mode
+// and owner only by its owner (or root), size with write permission,
+// times by the owner or with write permission.
+func (b *Bridge) maySetAttr(ctx context.Context, ino uint64, sa sattr) error {
+	if sa.mode != nil || sa.uid != nil || sa.gid != nil {
+		if err := b.ownerOrRoot(ctx, ino); err != nil {
+			return err
+		}
+	}
+	if sa.size != nil {
+		if err := b.access(ctx, ino, mayWrite); err != nil {
+			return err
+		}
+	}
+	if (sa.atime != nil || sa.mtime != nil) && b.ownerOrRoot(ctx, ino) != nil {
+		return b.access(ctx, ino, mayWrite)
+	}
+	return nil
 }
 
 // ---- MOUNT
