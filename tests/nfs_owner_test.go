@@ -51,7 +51,8 @@ func TestNFSCreatesForTheCaller(t *testing.T) {
 // TestNFSChecksTheCallersAccess: with AUTH_UNIX, the bridge checks each
 // caller's permissions (no kernel does it for NFS clients): uid 65534
 // may not create in, remove from or rename within root's 0755
-// directory, write root's 0644 file, chmod it or read a 0600 one; it may
+// directory, write root's 0644 file, chmod it or read a 0600 one, nor
+// look up or list what is in root's 0700 directory; it may
 // read the 0644 file, work in a 0777 directory and change its own files;
 // in a sticky 0777 directory it may not remove another user's file.
 func TestNFSChecksTheCallersAccess(t *testing.T) {
@@ -71,6 +72,11 @@ func TestNFSChecksTheCallersAccess(t *testing.T) {
 		mustOK(t, "create "+f.path, err)
 		mustOK(t, "chmod "+f.path, root.Setattr(f.path, nfsc.Sattr3{Mode: nfsc.SetMode{SetIt: true, Mode: f.mode}}))
 	}
+	_, err = root.Mkdir("/closed", 0o700)
+	mustOK(t, "mkdir /closed", err)
+	mustOK(t, "chmod /closed", root.Setattr("/closed", nfsc.Sattr3{Mode: nfsc.SetMode{SetIt: true, Mode: 0o700}}))
+	_, err = root.Create("/closed/f", 0o644)
+	mustOK(t, "create /closed/f", err)
 	nobody := dialNFSAs(t, b.Addr, rpc.NewAuthUnix("client", 65534, 65534).Auth())
 	refused := func(what string, err error) {
 		t.Helper()
@@ -78,6 +84,13 @@ func TestNFSChecksTheCallersAccess(t *testing.T) {
 		if !errors.Is(err, os.ErrPermission) && !(errors.As(err, &ne) && ne.ErrorNum == nfsc.NFS3ErrAcces) {
 			t.Errorf("%s as uid 65534: %v, want a permission error", what, err)
 		}
+	}
+	_, _, err = nobody.Lookup("/closed/f", false)
+	refused("lookup in root's 0700 directory", err)
+	_, err = nobody.ReadDirPlus("/closed")
+	refused("readdir of root's 0700 directory", err)
+	if _, _, err := root.Lookup("/closed/f", false); err != nil {
+		t.Errorf("root's lookup in its 0700 directory: %v", err)
 	}
 	_, err = nobody.Create("/private/mine", 0o644)
 	refused("create in root's 0755 directory", err)

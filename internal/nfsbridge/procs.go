@@ -23,18 +23,21 @@ import (
 // RMDIR and RENAME with precise statuses, MOUNT's EXPORT, DUMP and
 // UMNTALL, and the RPC-level errors for what nobody serves.
 const (
-	procSetAttr = 2
-	procRead    = 6
-	procWrite   = 7
-	procCreate  = 8
-	procMkdir   = 9
-	procSymlink = 10
-	procRemove  = 12
-	procRmdir   = 13
-	procRename  = 14
-	procLink    = 15
-	procFSInfo  = 19
-	procCommit  = 21
+	procSetAttr     = 2
+	procRead        = 6
+	procWrite       = 7
+	procCreate      = 8
+	procLookup      = 3
+	procReadDir     = 16
+	procReadDirPlus = 17
+	procMkdir       = 9
+	procSymlink     = 10
+	procRemove      = 12
+	procRmdir       = 13
+	procRename      = 14
+	procLink        = 15
+	procFSInfo      = 19
+	procCommit      = 21
 
 	mountProcDump    = 2
 	mountProcUmntAll = 4
@@ -67,6 +70,10 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 			return bind(h, b.nfsSetAttr)
 		case procCreate:
 			return bind(h, b.nfsCreate)
+		case procLookup:
+			return bind(h, b.checkDir(mayExec))
+		case procReadDir, procReadDirPlus:
+			return bind(h, b.checkDir(mayRead))
 		case procMkdir:
 			return bind(h, b.nfsMkdir)
 		case procSymlink:
@@ -147,6 +154,32 @@ func (b *Bridge) access(ctx context.Context, ino uint64, mask uint32) error {
 		return nil
 	}
 	return b.v.Access(ctx, ino, mask, u.uid, []uint32{u.gid})
+}
+
+// checkDir is LOOKUP's (mask: search) and READDIR's (mask: read) check
+// of an AUTH_UNIX caller's access to the directory, in front of go-nfs,
+// which answers them with the bridge's rights: a refused call is
+// answered with the status and the directory's attributes (the failure
+// shape of all three), any other goes on to go-nfs.
+func (b *Bridge) checkDir(mask uint32) func(ctx context.Context, args []byte) ([]byte, uint32) {
+	return func(ctx context.Context, args []byte) ([]byte, uint32) {
+		d := xdrDecoder{b: args}
+		fh := d.opaque()
+		if d.err != nil {
+			return nil, acceptForward
+		}
+		dir, err := b.inoOf(fh)
+		if err != nil {
+			return nil, acceptForward
+		}
+		if err := b.access(ctx, dir, mask); err != nil {
+			var e xdrEncoder
+			e.u32(statusOf(err))
+			nfs.WritePostOpAttrs(&e, b.attrs(ctx, dir))
+			return e.b, acceptSuccess
+		}
+		return nil, acceptForward
+	}
 }
 
 // mayChangeEntry checks that the caller may add or remove name in dir:

@@ -27,6 +27,9 @@ const (
 	systemErr     = 5
 
 	lastFragment = 1 << 31
+	// acceptForward is no RPC accept status: a handler returns it to
+	// pass the call on to go-nfs unchanged.
+	acceptForward = 1 << 31
 	// maxRecord bounds one request: a WRITE carries at most the 1 MiB
 	// FSINFO advertises (go-nfs: wtmax), plus headers.
 	maxRecord = 4 << 20
@@ -68,7 +71,8 @@ func parseAuthUnix(body []byte) *authUnix {
 
 // procHandler answers one intercepted procedure: it gets the arguments
 // and returns the procedure's results (after the accepted-reply header),
-// or an accept status other than success with no results.
+// or an accept status other than success with no results, or
+// acceptForward to hand the call to go-nfs after all (a check passed).
 type procHandler func(args []byte) (results []byte, accept uint32)
 
 // interceptor puts our own implementations of some procedures in front of
@@ -185,6 +189,12 @@ func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
 			continue
 		}
 		res, accept := serve(handle, args)
+		if accept == acceptForward {
+			if err := writeFragment(toNFS, rec); err != nil {
+				return
+			}
+			continue
+		}
 		if err := c.writeRecord(replyRecord(h.xid, accept, res)); err != nil {
 			toNFS.CloseWithError(err)
 			return
