@@ -41,8 +41,10 @@ func (n *Namenode) backup(c *conn, id uint64, q *wire.Request) {
 	go func() {
 		defer n.wg.Done()
 		resp := &wire.Response{}
-		n.waitCheckpoint() // the store holds everything logged so far
-		if err := b.Backup(q.Path); err != nil {
+		// The store must hold everything logged so far.
+		if err := n.waitCheckpoint(); err != nil {
+			resp = &wire.Response{Code: wire.ErrCodeInternal, Msg: "backup: " + err.Error()}
+		} else if err := b.Backup(q.Path); err != nil {
 			resp = &wire.Response{Code: wire.ErrCodeInternal, Msg: err.Error()}
 		} else {
 			n.log.Info("metadata backed up", "file", q.Path)

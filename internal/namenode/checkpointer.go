@@ -2,10 +2,12 @@ package namenode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/commitlog"
 	"github.com/plasmafs/plasma/internal/meta"
 )
 
@@ -16,67 +18,140 @@ const (
 	ckptBatchMin = 256
 )
 
+// errCheckpointStopped: the checkpointer stopped (a store error) before
+// the store held what was waited for; the log still holds it.
+var errCheckpointStopped = errors.New("the checkpointer stopped before the store held every logged batch")
+
 type ckptBatch struct {
 	seq     uint64
 	changes []*meta.Change
 }
 
-// checkpointer applies batches already in the commit log to the store,
-// in the background and in order, several per store transaction, each
+// checkpointer owns the commit log and applies what is logged to the
+// store: the committer appends each batch to the log (append) and makes
+// the log durable (sync); in the background, in order, several batches
+// per store transaction, the checkpointer applies them to the store, each
 // store transaction recording the last log record it holds
-// (meta.Change.LogSeq). Nobody waits for it but a backup or a restart of
-// the log (wait). A store error stops the namenode (fatal): the log still
-// holds what was not applied, and start-up replays it.
+// (meta.Change.LogSeq). Once the log holds limit bytes, sync waits until
+// the store holds every logged batch, makes the store durable and only
+// then starts the log over. Nobody else waits for it but a backup (wait).
+// A store error stops the namenode (fatal) and the checkpointer: the log
+// keeps what was not applied (it is never restarted after that), and
+// start-up replays it.
 //
-// Lock discipline: mu guards q, done and stopped; cond signals both new
-// batches and progress.
+// Lock discipline: log is used by the committer's goroutine only (append,
+// sync), and by close after the committer stopped. mu guards q, last,
+// done and stopped; cond signals both new batches and progress.
 type checkpointer struct {
+	log   *commitlog.Log
+	limit int64 // start the log over once it holds this many bytes
 	store meta.Store
 	fatal func(error)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
 	q       []ckptBatch // logged batches not yet in the store
+	last    uint64      // last log record queued
 	done    uint64      // last log record the store holds
 	stopped bool
 	wg      sync.WaitGroup
 }
 
-// newCheckpointer starts a checkpointer for a store that holds the log
-// through record done.
-func newCheckpointer(store meta.Store, done uint64, fatal func(error)) *checkpointer {
-	c := &checkpointer{store: store, fatal: fatal, done: done}
+// newCheckpointer starts a checkpointer for log and a store that holds
+// the log through record done.
+func newCheckpointer(log *commitlog.Log, limit int64, store meta.Store, done uint64, fatal func(error)) *checkpointer {
+	if limit == 0 {
+		limit = defaultLogSize
+	}
+	c := &checkpointer{log: log, limit: limit, store: store, fatal: fatal, last: done, done: done}
 	c.cond = sync.NewCond(&c.mu)
 	c.wg.Add(1)
 	go c.run()
 	return c
 }
 
+// append writes a batch to the log (applied, not yet durable) and queues
+// it for the store. Called by the committer only.
+func (c *checkpointer) append(changes []*meta.Change) error {
+	seq, err := c.log.Append(meta.EncodeChanges(changes))
+	if err != nil {
+		return err
+	}
+	c.queue(seq, changes)
+	return nil
+}
+
 // queue hands the checkpointer the batch logged as record seq.
 func (c *checkpointer) queue(seq uint64, changes []*meta.Change) {
 	c.mu.Lock()
 	c.q = append(c.q, ckptBatch{seq, changes})
+	c.last = seq
 	c.cond.Broadcast()
 	c.mu.Unlock()
 }
 
-// wait returns once the store holds log record seq (or the checkpointer
-// stopped).
-func (c *checkpointer) wait(seq uint64) {
+// sync makes every appended batch durable in the log, and starts the log
+// over once it is large. Called by the committer only.
+func (c *checkpointer) sync() error {
+	if err := c.log.Sync(); err != nil {
+		return err
+	}
+	return c.restart()
+}
+
+// restart starts the log over once it holds limit bytes: the store must
+// first hold, durably, everything in it.
+func (c *checkpointer) restart() error {
+	if c.log.Used() < c.limit {
+		return nil
+	}
+	if err := c.waitAll(); err != nil {
+		return fmt.Errorf("restart the commit log: %w", err)
+	}
+	if err := c.store.(meta.Syncer).Sync(); err != nil {
+		return fmt.Errorf("sync the store before restarting the commit log: %w", err)
+	}
+	return c.log.Reset()
+}
+
+// waitAll returns once the store holds every batch queued so far, or
+// errCheckpointStopped if it never will.
+func (c *checkpointer) waitAll() error {
+	c.mu.Lock()
+	seq := c.last
+	c.mu.Unlock()
+	return c.wait(seq)
+}
+
+// wait returns once the store holds log record seq, or
+// errCheckpointStopped if the checkpointer stopped short of it.
+func (c *checkpointer) wait(seq uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.done < seq && !c.stopped {
 		c.cond.Wait()
 	}
+	if c.done < seq {
+		return errCheckpointStopped
+	}
+	return nil
 }
 
-// stop applies what is queued, then ends the checkpointer.
+// stop applies what is queued (unless a store error stopped it already),
+// then ends the checkpointer.
 func (c *checkpointer) stop() {
 	c.mu.Lock()
 	c.stopped = true
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.wg.Wait()
+}
+
+// close stops the checkpointer and closes the log. Called once the
+// committer stopped.
+func (c *checkpointer) close() error {
+	c.stop()
+	return c.log.Close()
 }
 
 func (c *checkpointer) run() {

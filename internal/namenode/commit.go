@@ -178,8 +178,8 @@ func (s nnStore) internal() []*meta.Change {
 }
 
 func (s nnStore) write(changes []*meta.Change) error {
-	if s.n.clog != nil {
-		return s.n.logBatch(changes)
+	if s.n.ckpt != nil {
+		return s.n.ckpt.append(changes)
 	}
 	return s.n.cfg.Store.Apply(context.Background(), changes)
 }
@@ -209,10 +209,8 @@ func (s nnStore) sync() error {
 		return nil // nothing applied since the last sync
 	}
 	var err error
-	if n.clog != nil {
-		if err = n.clog.Sync(); err == nil {
-			err = n.restartLog()
-		}
+	if n.ckpt != nil {
+		err = n.ckpt.sync()
 	} else {
 		err = n.cfg.Store.(meta.Syncer).Sync()
 	}

@@ -18,8 +18,9 @@ import (
 // durable commits; the checkpointer applies logged batches to the store in
 // the background, in larger transactions, recording how far it got
 // (meta.Change.LogSeq). Start-up replays what the store lacks. Once the
-// log holds more than LogSize, the committer waits for the checkpointer,
-// makes the store durable and starts the log over.
+// log holds more than LogSize, the committer's sync waits for the
+// checkpointer, makes the store durable and starts the log over. The
+// checkpointer (checkpointer.go) owns the open log.
 
 const defaultLogSize = 64 << 20
 
@@ -72,17 +73,6 @@ func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, e
 	return l, snap, nil
 }
 
-// logBatch appends a batch to the log and hands it to the checkpointer.
-// Called by the committer only.
-func (n *Namenode) logBatch(changes []*meta.Change) error {
-	seq, err := n.clog.Append(meta.EncodeChanges(changes))
-	if err != nil {
-		return err
-	}
-	n.ckpt.queue(seq, changes)
-	return nil
-}
-
 // ReplayLog brings a stopped namenode's store up to date with its commit
 // log (an offline backup needs it).
 func ReplayLog(store meta.Store, path string) error {
@@ -98,28 +88,10 @@ func ReplayLog(store meta.Store, path string) error {
 }
 
 // waitCheckpoint waits until the store holds every logged batch (a backup
-// or a log restart needs it).
-func (n *Namenode) waitCheckpoint() {
-	if n.clog == nil {
-		return
-	}
-	n.ckpt.wait(n.clog.Next() - 1)
-}
-
-// restartLog starts the log over once it is large: the store must first
-// hold (durably) everything in it. Called by the committer only, after a
-// sync.
-func (n *Namenode) restartLog() error {
-	limit := n.cfg.LogSize
-	if limit == 0 {
-		limit = defaultLogSize
-	}
-	if n.clog == nil || n.clog.Used() < limit {
+// needs it); without a log the store holds everything applied.
+func (n *Namenode) waitCheckpoint() error {
+	if n.ckpt == nil {
 		return nil
 	}
-	n.waitCheckpoint()
-	if err := n.cfg.Store.(meta.Syncer).Sync(); err != nil {
-		return fmt.Errorf("sync the store before restarting the commit log: %w", err)
-	}
-	return n.clog.Reset()
+	return n.ckpt.waitAll()
 }

@@ -133,7 +133,6 @@ type Namenode struct {
 	appliedSeq, durableSeq uint64
 
 	// The commit log and its checkpointer (nil without a log).
-	clog *commitlog.Log
 	ckpt *checkpointer
 
 	commits atomic.Uint64
@@ -274,16 +273,15 @@ func New(cfg Config) (*Namenode, error) {
 		}
 	}
 	n.inos = inoCounter{next: snap.InoLimit, limit: snap.InoLimit}
-	n.clog = clog
+	if clog != nil {
+		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal)
+	}
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
 		n.cm.run(n.stop)
 	}()
 	go n.reaper()
-	if clog != nil {
-		n.ckpt = newCheckpointer(cfg.Store, snap.LogSeq, n.fatal)
-	}
 	return n, nil
 }
 
@@ -354,9 +352,8 @@ func (n *Namenode) Close() error {
 	n.wg.Wait()
 	// The checkpointer applies what is logged, then stops; the log itself
 	// would replay it anyway.
-	if n.clog != nil {
-		n.ckpt.stop()
-		n.clog.Close()
+	if n.ckpt != nil {
+		n.ckpt.close()
 	}
 	return nil
 }
