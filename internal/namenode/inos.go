@@ -1,5 +1,7 @@
 package namenode
 
+import "github.com/plasmafs/plasma/internal/meta"
+
 // inoChunk inode numbers are reserved durably at a time, so numbers are
 // never reused across restarts without a store write per create.
 const inoChunk = 1 << 16
@@ -26,4 +28,14 @@ func (c *inoCounter) take(reserve func(limit uint64)) uint64 {
 	ino := c.next
 	c.next++
 	return ino
+}
+
+// newIno returns a fresh inode number. Called with n.mu held.
+//
+// The reservation of a new chunk goes to the committer like any change: it
+// is queued before the create that needs it returns, so it is in the same
+// store batch as (or an earlier one than) any commit using those numbers.
+// A crash before that batch loses only numbers nobody committed.
+func (n *Namenode) newIno() uint64 {
+	return n.inos.take(func(limit uint64) { n.deferChange(&meta.Change{InoLimit: limit}) })
 }

@@ -320,16 +320,6 @@ func (in *inode) linkFrom(parent uint64, d int) {
 	}
 }
 
-// newIno returns a fresh inode number. Called with n.mu held.
-//
-// The reservation of a new chunk goes to the committer like any change: it
-// is queued before the create that needs it returns, so it is in the same
-// store batch as (or an earlier one than) any commit using those numbers.
-// A crash before that batch loses only numbers nobody committed.
-func (n *Namenode) newIno() (uint64, error) {
-	return n.inos.take(func(limit uint64) { n.deferChange(&meta.Change{InoLimit: limit}) }), nil
-}
-
 // fatal stops the namenode after a store failure: nothing more is
 // acknowledged, every connection is closed (clients see the outcome of
 // their pending commits as unknown), and a restart reloads what is durable.

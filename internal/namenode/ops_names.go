@@ -414,10 +414,7 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 		}
 	}
 	clearForeignSetgid(who, a)
-	ino, err := n.newIno()
-	if err != nil {
-		return nil, err
-	}
+	ino := n.newIno()
 	a.Ino = ino
 	if err := n.lockInode(tx, ino); err != nil {
 		return nil, err
