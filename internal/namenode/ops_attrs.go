@@ -20,10 +20,16 @@ func (n *Namenode) opStat(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request)
 
 func cp(a *wire.Attr) *wire.Attr { c := *a; return &c }
 
+// noInode is the answer for an inode-addressed request whose inode does
+// not exist (as tx sees it).
+func noInode(ino uint64) error {
+	return fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
+}
+
 func (n *Namenode) attrResponse(tx *Txn, ino uint64) (*wire.Response, error) {
 	a := n.ns.attr(tx, ino)
 	if a == nil {
-		return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
+		return nil, noInode(ino)
 	}
 	if tx != nil {
 		n.ns.use(tx, ino)
@@ -69,7 +75,7 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	// taken: a refused request must not leave the inode locked.
 	a := n.ns.attr(tx, q.Ino)
 	if a == nil {
-		return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
+		return nil, noInode(q.Ino)
 	}
 	now := time.Now().UnixNano()
 	what := fmt.Sprintf("inode %d", q.Ino)
@@ -95,13 +101,15 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	if q.Flags&wire.FlagSize != 0 && a.Type != wire.TypeFile {
 		return nil, fail(wire.ErrCodeIsDir, "inode %d: only regular files have a settable size", q.Ino)
 	}
-	if q.Flags&wire.FlagSize != 0 && (q.Size < 0 || q.Size > maxFileSize(n.cfg.Blocksize)) {
-		return nil, fail(wire.ErrCodeInvalid, "inode %d: bad size %d", q.Ino, q.Size)
+	if q.Flags&wire.FlagSize != 0 {
+		if err := n.checkSize(q.Size, what); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if a, err = n.ns.mutAttr(tx, q.Ino); err != nil {
 		if err == errNotFound {
-			return nil, fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", q.Ino)
+			return nil, noInode(q.Ino)
 		}
 		return nil, err
 	}

@@ -69,10 +69,7 @@ func (n *Namenode) dropBlocks(tx *Txn, ino uint64, keep uint64) {
 			out = append(out, head)
 		}
 	}
-	if tx.blocks == nil {
-		tx.blocks = map[uint64][]wire.Extent{}
-	}
-	tx.blocks[ino] = out
+	tx.setBlocks(ino, out)
 }
 
 func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
@@ -162,8 +159,10 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	for i := range q.Extents {
 		q.Extents[i].Tickets = nil // never stored
 	}
-	if q.Flags&wire.FlagSize != 0 && (q.Size < 0 || q.Size > maxFileSize(n.cfg.Blocksize)) {
-		return nil, fail(wire.ErrCodeInvalid, "setblocks: inode %d: bad size %d", q.Ino, q.Size)
+	if q.Flags&wire.FlagSize != 0 {
+		if err := n.checkSize(q.Size, fmt.Sprintf("setblocks: inode %d", q.Ino)); err != nil {
+			return nil, err
+		}
 	}
 	size := a.Size
 	if q.Flags&wire.FlagSize != 0 {
@@ -194,10 +193,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	}
 	merged, freed := mergeBlocks(n.ns.blockList(tx, q.Ino), q.Extents)
 	tx.freed = append(tx.freed, freed...)
-	if tx.blocks == nil {
-		tx.blocks = map[uint64][]wire.Extent{}
-	}
-	tx.blocks[q.Ino] = merged
+	tx.setBlocks(q.Ino, merged)
 	if q.Flags&wire.FlagSize != 0 {
 		a.Size = q.Size
 	}
@@ -208,6 +204,15 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 }
 
 func maxFileSize(bs uint32) int64 { return int64(maxBlockIndex) * int64(bs) }
+
+// checkSize refuses a file size (set by setattr or setblocks) that is
+// negative or past the largest file (what names the file in messages).
+func (n *Namenode) checkSize(size int64, what string) error {
+	if size < 0 || size > maxFileSize(n.cfg.Blocksize) {
+		return fail(wire.ErrCodeInvalid, "%s: bad size %d", what, size)
+	}
+	return nil
+}
 
 // dropReplicas removes, from the blocks this transaction wrote, the
 // replicas on the given datanodes (identities), which could not make them

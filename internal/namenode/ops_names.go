@@ -55,8 +55,8 @@ func (n *Namenode) opGlob(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request)
 }
 
 func (n *Namenode) opPathOf(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	if !n.reachable(tx, who, q.Ino) {
-		return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+	if err := n.reach(tx, who, q.Ino); err != nil {
+		return nil, err
 	}
 	p, err := n.pathOf(tx, q.Ino)
 	if err != nil {
@@ -101,8 +101,8 @@ func (n *Namenode) opRename(_ *conn, tx *Txn, who *auth.Identity, q *wire.Reques
 
 func (n *Namenode) opLink(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	if q.Flags&wire.FlagAt != 0 {
-		if !n.reachable(tx, who, q.Ino) {
-			return nil, denied(who, fmt.Sprintf("inode %d", q.Ino))
+		if err := n.reach(tx, who, q.Ino); err != nil {
+			return nil, err
 		}
 		if err := n.atDir(tx, who, q.Ino2, q.Path2); err != nil {
 			return nil, err
@@ -116,8 +116,8 @@ func (n *Namenode) opLink(_ *conn, tx *Txn, who *auth.Identity, q *wire.Request)
 // directory exists, who may reach and search it, and name is one valid
 // file name.
 func (n *Namenode) atDir(tx *Txn, who *auth.Identity, dir uint64, name string) error {
-	if !n.reachable(tx, who, dir) {
-		return denied(who, fmt.Sprintf("inode %d", dir))
+	if err := n.reach(tx, who, dir); err != nil {
+		return err
 	}
 	a := n.ns.attr(tx, dir)
 	if a == nil {
@@ -140,7 +140,7 @@ func (n *Namenode) pathOf(tx *Txn, ino uint64) (string, error) {
 	for depth := 0; cur != rootIno; depth++ {
 		in := n.ns.inodes[cur]
 		if in == nil || depth > 4096 {
-			return "", fail(wire.ErrCodeNotFound, "inode %d: no such file or directory", ino)
+			return "", noInode(ino)
 		}
 		var parent uint64
 		if in.attr.Type != wire.TypeDir {
@@ -332,20 +332,28 @@ func (n *Namenode) create(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.R
 	return n.createIn(tx, who, q, parent, name)
 }
 
-func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent uint64, name string) (*wire.Response, error) {
-	if err := n.needDir(tx, who, parent, q.Path); err != nil {
-		return nil, err
+// claimEntry makes ready for a new name in directory parent (p names it
+// in messages), for create and link: who may write and search parent;
+// parent is locked shared (no rmdir meanwhile), the name exclusively; it
+// is free; the directory's leases admit an addition.
+func (n *Namenode) claimEntry(tx *Txn, who *auth.Identity, parent uint64, name, p string) error {
+	if err := n.needDir(tx, who, parent, p); err != nil {
+		return err
 	}
 	if err := n.lockShared(tx, parent); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.lockEntry(tx, parent, name); err != nil {
-		return nil, err
+		return err
 	}
 	if n.ns.entry(tx, parent, name) != 0 {
-		return nil, fail(wire.ErrCodeExists, "%s: file exists", q.Path)
+		return fail(wire.ErrCodeExists, "%s: file exists", p)
 	}
-	if err := n.admitEntry(tx, parent); err != nil {
+	return n.admitEntry(tx, parent)
+}
+
+func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent uint64, name string) (*wire.Response, error) {
+	if err := n.claimEntry(tx, who, parent, name, q.Path); err != nil {
 		return nil, err
 	}
 	now := time.Now().UnixNano()
@@ -425,10 +433,7 @@ func (n *Namenode) createIn(tx *Txn, who *auth.Identity, q *wire.Request, parent
 	tx.inodes[ino] = a
 	n.ns.setEntry(tx, parent, name, ino)
 	if q.Type == wire.TypeDir {
-		if tx.parents == nil {
-			tx.parents = map[uint64]uint64{}
-		}
-		tx.parents[ino] = parent
+		tx.setParent(ino, parent)
 	}
 	out := cp(a)
 	out.Blocksize = n.cfg.Blocksize
@@ -482,7 +487,18 @@ func clearForeignSetgid(who *auth.Identity, a *wire.Attr) {
 	}
 }
 
-func (n *Namenode) isEmptyDir(tx *Txn, ino uint64) bool { return len(n.ns.list(tx, ino)) == 0 }
+// lockEmptyDir locks directory ino exclusively (creators in it hold it
+// shared) and checks that it is empty, before it is removed or replaced
+// (p names it in messages).
+func (n *Namenode) lockEmptyDir(tx *Txn, ino uint64, p string) error {
+	if err := n.lockInode(tx, ino); err != nil {
+		return err
+	}
+	if len(n.ns.list(tx, ino)) != 0 {
+		return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", p)
+	}
+	return nil
+}
 
 func (n *Namenode) unlink(tx *Txn, who *auth.Identity, p string, dir bool) error {
 	parent, name, err := n.ns.resolveParent(tx, who, p)
@@ -501,8 +517,8 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 	if err := n.needDir(tx, who, parent, p); err != nil {
 		return err
 	}
-	if n.stickyDenies(tx, who, parent, n.ns.entry(tx, parent, name)) {
-		return denied(who, p+" (sticky directory)")
+	if err := n.checkSticky(tx, who, parent, n.ns.entry(tx, parent, name), p); err != nil {
+		return err
 	}
 	if err := n.lockEntry(tx, parent, name); err != nil {
 		return err
@@ -520,12 +536,8 @@ func (n *Namenode) unlinkIn(tx *Txn, who *auth.Identity, parent uint64, name, p 
 		if !dir {
 			return fail(wire.ErrCodeIsDir, "%s: is a directory", p)
 		}
-		// The exclusive lock conflicts with creators holding it shared.
-		if err := n.lockInode(tx, ino); err != nil {
+		if err := n.lockEmptyDir(tx, ino, p); err != nil {
 			return err
-		}
-		if !n.isEmptyDir(tx, ino) {
-			return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", p)
 		}
 	} else if dir {
 		return fail(wire.ErrCodeNotDir, "%s: not a directory", p)
@@ -574,19 +586,7 @@ func (n *Namenode) linkIn(tx *Txn, who *auth.Identity, ino, parent uint64, name,
 	if a.Type == wire.TypeDir {
 		return nil, fail(wire.ErrCodePerm, "%s: hard links to directories are not allowed", existing)
 	}
-	if err := n.needDir(tx, who, parent, newPath); err != nil {
-		return nil, err
-	}
-	if err := n.lockShared(tx, parent); err != nil {
-		return nil, err
-	}
-	if err := n.lockEntry(tx, parent, name); err != nil {
-		return nil, err
-	}
-	if n.ns.entry(tx, parent, name) != 0 {
-		return nil, fail(wire.ErrCodeExists, "%s: file exists", newPath)
-	}
-	if err := n.admitEntry(tx, parent); err != nil {
+	if err := n.claimEntry(tx, who, parent, name, newPath); err != nil {
 		return nil, err
 	}
 	a, err := n.ns.mutAttr(tx, ino)
@@ -627,11 +627,13 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 		return err
 	}
 	// Checked before any lock is taken (a refused request locks nothing).
-	if n.stickyDenies(tx, who, sp, n.ns.entry(tx, sp, sname)) {
-		return denied(who, from+" (sticky directory)")
+	if err := n.checkSticky(tx, who, sp, n.ns.entry(tx, sp, sname), from); err != nil {
+		return err
 	}
-	if dst := n.ns.entry(tx, dp, dname); dst != 0 && dst != n.ns.entry(tx, sp, sname) && n.stickyDenies(tx, who, dp, dst) {
-		return denied(who, to+" (sticky directory)")
+	if dst := n.ns.entry(tx, dp, dname); dst != 0 && dst != n.ns.entry(tx, sp, sname) {
+		if err := n.checkSticky(tx, who, dp, dst, to); err != nil {
+			return err
+		}
 	}
 	if err := n.lockEntry(tx, sp, sname); err != nil {
 		return err
@@ -684,11 +686,8 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 		case da.Type != wire.TypeDir && sa.Type == wire.TypeDir:
 			return fail(wire.ErrCodeNotDir, "cannot overwrite non-directory %s with directory %s", to, from)
 		case da.Type == wire.TypeDir:
-			if err := n.lockInode(tx, dst); err != nil {
+			if err := n.lockEmptyDir(tx, dst, to); err != nil {
 				return err
-			}
-			if !n.isEmptyDir(tx, dst) {
-				return fail(wire.ErrCodeNotEmpty, "%s: directory not empty", to)
 			}
 		}
 		if err := n.dropLink(tx, dst); err != nil {
@@ -698,10 +697,7 @@ func (n *Namenode) renameIn(tx *Txn, who *auth.Identity, sp uint64, sname string
 	n.ns.setEntry(tx, sp, sname, 0)
 	n.ns.setEntry(tx, dp, dname, src)
 	if sa.Type == wire.TypeDir {
-		if tx.parents == nil {
-			tx.parents = map[uint64]uint64{}
-		}
-		tx.parents[src] = dp
+		tx.setParent(src, dp)
 	}
 	return nil
 }

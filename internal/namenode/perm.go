@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
@@ -64,6 +65,15 @@ func (n *Namenode) reachable(tx *Txn, who *auth.Identity, ino uint64) bool {
 	return false
 }
 
+// reach is reachable as the error inode-addressed requests answer:
+// permission denied for "inode ino".
+func (n *Namenode) reach(tx *Txn, who *auth.Identity, ino uint64) error {
+	if !n.reachable(tx, who, ino) {
+		return denied(who, fmt.Sprintf("inode %d", ino))
+	}
+	return nil
+}
+
 // searchable reports whether who may search dir and every directory above
 // it.
 func (n *Namenode) searchable(tx *Txn, who *auth.Identity, dir uint64) bool {
@@ -80,18 +90,21 @@ func (n *Namenode) searchable(tx *Txn, who *auth.Identity, dir uint64) bool {
 	return false
 }
 
-// stickyDenies reports whether the sticky bit of directory parent keeps who
-// from removing or renaming the entry for child: only the owners of the
-// directory or of the entry, and the superuser, may.
-func (n *Namenode) stickyDenies(tx *Txn, who *auth.Identity, parent, child uint64) bool {
+// checkSticky refuses when the sticky bit of directory parent keeps who
+// from removing or renaming the entry for child (p names it): only the
+// owners of the directory or of the entry, and the superuser, may.
+func (n *Namenode) checkSticky(tx *Txn, who *auth.Identity, parent, child uint64, p string) error {
 	if who == nil || who.Super() {
-		return false
+		return nil
 	}
 	pa, ca := n.ns.attr(tx, parent), n.ns.attr(tx, child)
 	if pa == nil || ca == nil || pa.Mode&0o1000 == 0 {
-		return false
+		return nil
 	}
-	return pa.User != who.User && ca.User != who.User
+	if pa.User != who.User && ca.User != who.User {
+		return denied(who, p+" (sticky directory)")
+	}
+	return nil
 }
 
 // needDir checks write and search permission on the directory parent.

@@ -43,6 +43,22 @@ type seenVersion struct {
 	size   int64
 }
 
+// setParent records that tx moved (or made) directory dir into parent.
+func (tx *Txn) setParent(dir, parent uint64) {
+	if tx.parents == nil {
+		tx.parents = map[uint64]uint64{}
+	}
+	tx.parents[dir] = parent
+}
+
+// setBlocks records ino's new block list in tx.
+func (tx *Txn) setBlocks(ino uint64, xs []wire.Extent) {
+	if tx.blocks == nil {
+		tx.blocks = map[uint64][]wire.Extent{}
+	}
+	tx.blocks[ino] = xs
+}
+
 // getTxn returns the open transaction id of c. A transaction exists only
 // from a request that begins it (FlagBegin) until it commits, aborts or
 // times out; any other request naming an unknown id is refused, so a
