@@ -17,24 +17,37 @@
 // transaction manager (txnTable, txns.go), the block allocator
 // (blockAllocator, allocator.go, over the blockMap of alloc.go), the
 // datanode registry (nodeRegistry, nodes.go), the blocks waiting to be
-// reusable (freeQueue, frees.go) and the inode-number counter
-// (inoCounter, inos.go). None has a mutex of its own: all are
-// guarded by Namenode.mu, which every request holds while it reads or
-// changes them, so a request sees them consistent with each other. The
-// committer (committer, committer.go) batches commits and decides syncs
-// and answers; it writes through the namenode (nnStore, commit.go), which
-// applies written batches under Namenode.mu; with a commit log, the
-// checkpointer (checkpointer.go, its own lock) applies logged batches to
-// the store in the background. Fsck is a checker (fsck.go)
-// over the namespace and the datanode registry, under Namenode.mu. The
-// RPC server (rpcServer, rpcserver.go) does connections, framing,
-// handshakes and dispatch; it calls the namenode's requestHandler methods
-// (server.go), which run requests through the operation table (ops.go)
-// under Namenode.mu. The ~40 operation handlers remain Namenode methods,
-// grouped by what they work on (ops_names.go, ops_attrs.go, ops_blocks.go,
-// ops_admin.go): each reads and changes several of the parts above under
-// the one lock. Directory leases (dirLeases, leases.go) say which client
-// may answer "no such name" in a directory itself; a request that would
-// add a name there waits (retryAfter) in its own goroutine, outside the
-// lock.
+// reusable (freeQueue, frees.go), the inode-number counter (inoCounter,
+// inos.go) and the directory leases (dirLeases, leases.go). None has a
+// mutex of its own: all are guarded by Namenode.mu, which every request
+// holds while it reads or changes them, so a request sees them consistent
+// with each other.
+//
+// Parts with goroutines and locks of their own: the committer (committer,
+// committer.go) batches commits and decides syncs and answers, never
+// holding Namenode.mu; it writes through the namenode (nnStore,
+// commit.go), whose methods take Namenode.mu to apply a written batch.
+// With a commit log, the checkpointer (checkpointer, checkpointer.go)
+// owns the log: the committer appends and syncs through it, its goroutine
+// applies logged batches to the store, and the log starts over only once
+// the store holds it durably; its mutex guards only its queue and
+// progress, and it takes no other lock itself (a store error calls the
+// namenode's fatal, which stops the committer and closes connections). The RPC server (rpcServer,
+// rpcserver.go) does connections, framing, handshakes and dispatch, with
+// its own lock over its listeners and connections; it calls the namenode's
+// requestHandler methods (server.go). Fsck is a checker (fsck.go) over the
+// namespace and the datanode registry, under Namenode.mu.
+//
+// Requests: every request but commit, sync, registration and backup runs
+// through the operation table (ops.go) under Namenode.mu; the dispatcher
+// makes the checks each entry's flags ask for (outside a transaction,
+// needs one, datanodes only, superuser only, inode reachable). The ~40
+// handlers remain Namenode methods, grouped by what they work on
+// (ops_names.go, ops_attrs.go, ops_blocks.go, ops_admin.go; leases.go for
+// leasedir): each reads and changes several of the parts above under the
+// one lock. Checks several handlers make are one function each: perm.go
+// (may, reach, needDir, checkSticky), ops_names.go (atDir, claimEntry,
+// lockEmptyDir), ops_blocks.go (mayWriteFile, checkSize). A request that
+// would add a name in a directory another client holds a lease on waits
+// (retryAfter) in its own goroutine, outside the lock.
 package namenode
