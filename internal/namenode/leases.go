@@ -19,8 +19,9 @@ import (
 // directory ends the lease's renewals and is re-run when the lease has
 // expired (retryAfter), at most leaseTerm later. After that the directory
 // gets no new lease for leaseCoolOff, so directories several clients
-// write to fall back to plain lookups. A lease also ends with its
-// connection (the client drops its leases when it reconnects).
+// write to fall back to plain lookups. A lease whose connection closed is
+// no longer renewed but still runs out its term (the client may not
+// have noticed yet; it drops its leases when it reconnects).
 //
 // The holder counts its lease from before it sent the request and the
 // namenode from when it granted it, so the holder's lease always ends
@@ -131,17 +132,30 @@ func (l *dirLeases) admit(c *conn, dir uint64, now time.Time) error {
 	return &retryAfter{at: d.expires, why: fmt.Sprintf("directory %d is leased to another client", dir)}
 }
 
-// dropConn ends c's leases (its connection closed).
+// dropConn is called when c's connection has closed. Its leases still
+// run their term: the holder may not know yet that its connection is
+// gone (a connection the network broke looks alive to it until it next
+// reads), and until then it counts on them. They are left without a
+// holder, so nobody renews them, nobody adds a name to their directories
+// and nobody gets them before they have run out.
 func (l *dirLeases) dropConn(c *conn) {
-	for dir, d := range l.m {
+	for _, d := range l.m {
 		if d.holder == c {
-			delete(l.m, dir)
+			d.holder = nil
 		}
 	}
 }
 
-// held is the number of leases (for tests).
-func (l *dirLeases) held() int { return len(l.m) }
+// held is the number of leases held by a connection (for tests).
+func (l *dirLeases) held() int {
+	n := 0
+	for _, d := range l.m {
+		if d.holder != nil {
+			n++
+		}
+	}
+	return n
+}
 
 // opLeaseDir grants or renews a lease on directory q.Ino. The answer:
 // Counters[0] the lease's term in nanoseconds (0: no lease),
@@ -156,11 +170,16 @@ func (n *Namenode) opLeaseDir(c *conn, _ *Txn, who *auth.Identity, q *wire.Reque
 	if a == nil {
 		return nil, fail(wire.ErrCodeNotFound, "%s: no such directory", what)
 	}
+	// Reachability first, as for every inode-addressed request: the type
+	// of an inode the caller cannot reach is none of its business.
+	if !n.reachable(nil, who, q.Ino) {
+		return nil, denied(who, what)
+	}
 	if a.Type != wire.TypeDir {
 		return nil, fail(wire.ErrCodeNotDir, "%s: not a directory", what)
 	}
 	// The listing is what a readdir shows.
-	if !may(who, a, permRead|permSearch) || !n.reachable(nil, who, q.Ino) {
+	if !may(who, a, permRead|permSearch) {
 		return nil, denied(who, what)
 	}
 	no := &wire.Response{Counters: []uint64{0, 0}}
