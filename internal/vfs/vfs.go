@@ -738,6 +738,9 @@ func (v *VFS) Rename(ctx context.Context, sdir uint64, sname string, ddir uint64
 	err := v.auto(ctx, func(tx *client.Txn) error {
 		return tx.RenameAt(ctx, sdir, sname, ddir, dname, client.RenameOptions{NoReplace: flags&RenameNoReplace != 0})
 	})
+	// And again now: a lease granted while the rename was on its way may
+	// list ddir without it.
+	v.names.note(ddir, dname)
 	v.dropEntry(sdir, sname)
 	v.dropEntry(ddir, dname)
 	v.invalidate(sdir, ddir, src, dst)
