@@ -305,6 +305,11 @@ func (f *File) readAt(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, errEnded
 	}
+	// A cancelled context ends reads even where the data is at hand
+	// (cached, read ahead), not only those that wait for a datanode.
+	if err := f.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%s: %w", f.path, err)
+	}
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset", f.path)
 	}
