@@ -945,12 +945,7 @@ func (b *Bridge) nfsMkdir(ctx context.Context, args []byte) ([]byte, uint32) {
 		if err != nil {
 			return 0, err
 		}
-		if r, any := sa.req(false); any {
-			if _, err := b.v.SetAttr(ctx, a.Ino, r); err != nil {
-				return 0, err
-			}
-		}
-		return a.Ino, nil
+		return a.Ino, b.applySattr(ctx, a.Ino, sa, false)
 	})
 }
 
@@ -988,12 +983,7 @@ func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32
 			if a.Type != client.TypeFile {
 				return 0, syscall.EEXIST
 			}
-			if r, any := sa.req(true); any {
-				if _, err := b.v.SetAttr(ctx, a.Ino, r); err != nil {
-					return 0, err
-				}
-			}
-			return a.Ino, nil
+			return a.Ino, b.applySattr(ctx, a.Ino, sa, true)
 		}
 	}
 	mode := uint32(0o644)
@@ -1023,12 +1013,17 @@ func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32
 	case err != nil:
 		return 0, err
 	}
-	if r, any := sa.req(false); any {
-		if _, err := b.v.SetAttr(ctx, a.Ino, r); err != nil {
-			return 0, err
-		}
+	return a.Ino, b.applySattr(ctx, a.Ino, sa, false)
+}
+
+// applySattr sets what sa asks of ino (its mode too with withMode), after
+// a create that could not take it all.
+func (b *Bridge) applySattr(ctx context.Context, ino uint64, sa sattr, withMode bool) error {
+	if r, any := sa.req(withMode); any {
+		_, err := b.v.SetAttr(ctx, ino, r)
+		return err
 	}
-	return a.Ino, nil
+	return nil
 }
 
 // nfsSetAttr answers SETATTR: with the setuid, setgid and sticky bits, a
