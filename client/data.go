@@ -104,12 +104,21 @@ func (p *dataPool) close() {
 
 // roundTrip sends a request without data and reads the response header.
 func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) (*dataConn, *wire.DataResp, error) {
+	return p.roundTripData(ctx, addr, q, nil)
+}
+
+// roundTripData sends a request followed by data and reads the response
+// header.
+func (p *dataPool) roundTripData(ctx context.Context, addr string, q *wire.DataReq, data []byte) (*dataConn, *wire.DataResp, error) {
 	dc, err := p.get(ctx, addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	dc.watch(ctx)
 	err = wire.WriteDataReq(dc.w, q)
+	if err == nil && len(data) > 0 {
+		_, err = dc.w.Write(data)
+	}
 	if err == nil {
 		err = dc.w.Flush()
 	}
@@ -125,11 +134,24 @@ func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) 
 }
 
 // readBlock reads one block into buf (len ≥ blocksize) and checks it
-// against want.
-func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, ticket []byte, buf []byte, want uint32) error {
-	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataRead, Block: block, Ticket: ticket})
+// against want. With 0 < valid < len(buf) (the file ends in the block),
+// the datanode checks only the first valid bytes: bytes past them may be
+// a later version's, the block having been extended in place since
+// (datanode.BlockStore.Extend). A block whose checksum covers more than
+// its valid bytes (its file was truncated without rewriting it) fails
+// that check and is read whole.
+func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, ticket []byte, buf []byte, want uint32, valid int) error {
+	q := &wire.DataReq{Op: wire.DataRead, Block: block, Ticket: ticket}
+	if valid > 0 && valid < len(buf) {
+		q.Length, q.CRC = uint32(valid), want
+	}
+	dc, resp, err := p.roundTrip(ctx, addr, q)
 	if err != nil {
 		return err
+	}
+	if resp.Status == wire.ErrCodeInvalid && q.Length > 0 {
+		p.put(dc)
+		return p.readBlock(ctx, addr, block, ticket, buf, want, 0)
 	}
 	if resp.Status != wire.OK {
 		p.put(dc)
@@ -239,6 +261,25 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 	p.put(dc)
 	if firstErr != nil {
 		return firstErr
+	}
+	return nil
+}
+
+// extend writes data at offset off of a committed block on every replica
+// in addrs (the first forwards it along the chain), in place: base is the
+// block's committed checksum, crc the checksum of the result.
+func (p *dataPool) extend(ctx context.Context, addrs []string, starts []uint64, tickets [][]byte, off int, data []byte, base, crc uint32) error {
+	q := &wire.DataReq{Op: wire.DataExtend, Block: starts[0], Length: uint32(len(data)), CRC: crc, Ticket: ticketAt(tickets, 0), Offset: uint32(off), Base: base}
+	for k := 1; k < len(addrs); k++ {
+		q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k], Ticket: ticketAt(tickets, k)})
+	}
+	dc, resp, err := p.roundTripData(ctx, addrs[0], q, data)
+	if err != nil {
+		return err
+	}
+	p.put(dc)
+	if resp.Status != wire.OK {
+		return fmt.Errorf("datanode %s: extend block %d: %s", addrs[0], starts[0], resp.Msg)
 	}
 	return nil
 }

@@ -43,8 +43,12 @@ type File struct {
 	loaded    bool
 	refreshAt time.Time // reload the block list (fresh tickets) after this
 	dirty     map[uint64][]byte
-	resize    bool // size changed without data (truncate/extend) and not sent yet
-	closed    bool
+	// kept[idx]: how many bytes at the start of dirty block idx are still
+	// the committed version's (written blocks: from their first write on),
+	// so a flush may extend that block in place (extend.go).
+	kept   map[uint64]int
+	resize bool // size changed without data (truncate/extend) and not sent yet
+	closed bool
 
 	// One flush runs in the background while the next blocks fill up.
 	inflight    map[uint64][]byte
@@ -112,7 +116,7 @@ func (tx *Txn) openInfo(ctx context.Context, path string, fi FileInfo) (*File, e
 	default:
 		return nil, &Error{Code: ErrorCode(wire.ErrCodeInvalid), Msg: path + ": not a regular file"}
 	}
-	f := &File{tx: tx, ctx: ctx, path: path, ino: fi.Ino, bs: fi.Blocksize, size: fi.Size, dirty: map[uint64][]byte{}, FlushBlocks: 64}
+	f := &File{tx: tx, ctx: ctx, path: path, ino: fi.Ino, bs: fi.Blocksize, size: fi.Size, dirty: map[uint64][]byte{}, kept: map[uint64]int{}, FlushBlocks: 64}
 	tx.mu.Lock()
 	tx.files = append(tx.files, f)
 	tx.mu.Unlock()
@@ -238,15 +242,16 @@ func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error 
 			// the part before the end of the file (whole pages, as the
 			// datanode stores it); a block that is not all there fails the
 			// checksum and is read from the datanode, which knows.
-			n := min(f.bs, (l.valid+4095)/4096*4096)
-			if _, err := lf.ReadAt(buf[:n], int64(l.block)*int64(f.bs)); err == nil {
-				clear(buf[n:f.bs])
-				if checksum(buf[:n], f.bs) == crc {
+			// Bytes past the valid ones may be a later version's (an
+			// extension in place): they do not count.
+			if _, err := lf.ReadAt(buf[:l.valid], int64(l.block)*int64(f.bs)); err == nil {
+				clear(buf[l.valid:f.bs])
+				if checksum(buf[:l.valid], f.bs) == crc {
 					return nil
 				}
 			}
 		}
-		err := f.tx.c.data.readBlock(f.ctx, l.addr, l.block, l.ticket, buf, crc)
+		err := f.tx.c.data.readBlock(f.ctx, l.addr, l.block, l.ticket, buf, crc, l.valid)
 		if err == nil {
 			return nil
 		}
@@ -522,6 +527,9 @@ func (f *File) writeAt(p []byte, off int64) (int, error) {
 	if f.failed != nil {
 		return 0, f.failed
 	}
+	if err := f.growing(off + int64(len(p))); err != nil {
+		return 0, err
+	}
 	n := 0
 	for n < len(p) {
 		idx := uint64(off / int64(f.bs))
@@ -529,6 +537,7 @@ func (f *File) writeAt(p []byte, off int64) (int, error) {
 		m := min(len(p)-n, f.bs-in)
 		b, ok := f.dirty[idx]
 		if !ok {
+			f.kept[idx] = f.bs
 			b = getBlockBuf(f.bs, m < f.bs)
 			blockStart := int64(idx) * int64(f.bs)
 			if m < f.bs && blockStart < f.size {
@@ -543,6 +552,7 @@ func (f *File) writeAt(p []byte, off int64) (int, error) {
 			}
 			f.dirty[idx] = b
 		}
+		f.kept[idx] = min(f.kept[idx], in)
 		copy(b[in:in+m], p[n:n+m])
 		n += m
 		off += int64(m)
@@ -587,6 +597,7 @@ func (f *File) appendBlock(buf []byte, n int) error {
 	}
 	delete(f.ahead, idx)
 	f.dirty[idx] = buf
+	f.kept[idx] = 0
 	f.pos += int64(n)
 	f.size = f.pos
 	if len(f.dirty) >= f.FlushBlocks {
@@ -619,9 +630,22 @@ func (f *File) Truncate(size int64) error {
 		for idx, b := range f.dirty {
 			if idx >= keep {
 				delete(f.dirty, idx)
+				delete(f.kept, idx)
 			} else if end := size - int64(idx)*int64(f.bs); end < int64(f.bs) {
 				clear(b[end:])
+				f.kept[idx] = min(f.kept[idx], int(end))
 			}
+		}
+		// A partial last block keeps stale bytes past the new end; rewrite
+		// it zeroed so a later extension reads zeros there. It is read
+		// first, while the size is the one its checksum goes with.
+		var tail []byte
+		if size%int64(f.bs) != 0 {
+			tail = make([]byte, f.bs)
+			if err := f.readBlock(uint64(size/int64(f.bs)), tail, false); err != nil {
+				return err
+			}
+			clear(tail[size%int64(f.bs):])
 		}
 		if err := f.flush(f.ctx); err != nil {
 			return err
@@ -632,18 +656,13 @@ func (f *File) Truncate(size int64) error {
 		f.loaded = false
 		f.cacheIdx = ^uint64(0)
 		clear(f.ahead)
-		// A partial last block keeps stale bytes past the new end; rewrite
-		// it zeroed so a later extension reads zeros there.
-		if size%int64(f.bs) != 0 {
+		if tail != nil {
 			idx := uint64(size / int64(f.bs))
-			b := make([]byte, f.bs)
-			f.size = size
-			if err := f.readBlock(idx, b, false); err != nil {
-				return err
-			}
-			clear(b[size%int64(f.bs):])
-			f.dirty[idx] = b
+			f.dirty[idx] = tail
+			f.kept[idx] = 0
 		}
+	} else if err := f.growing(size); err != nil {
+		return err
 	}
 	f.size = size
 	f.resize = true
@@ -682,13 +701,13 @@ func (f *File) startFlush(ctx context.Context) error {
 		}
 		return nil
 	}
-	batch, size := f.dirty, f.size
-	f.dirty = map[uint64][]byte{}
+	batch, kept, size := f.dirty, f.kept, f.size
+	f.dirty, f.kept = map[uint64][]byte{}, map[uint64]int{}
 	f.resize = false
 	f.inflight = batch
 	done := make(chan error, 1)
 	f.inflightErr = done
-	go func() { done <- f.writeBatch(ctx, batch, size) }()
+	go func() { done <- f.writeBatch(ctx, batch, kept, size) }()
 	return nil
 }
 
@@ -715,8 +734,8 @@ func (f *File) waitFlush() error {
 
 // writeBatch writes blocks (of a file of the given size) and attaches them
 // to the file in the transaction.
-func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, size int64) error {
-	written, err := f.writeBlocks(ctx, batch, size)
+func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, kept map[uint64]int, size int64) error {
+	written, err := f.writeBlocks(ctx, batch, kept, size)
 	if err != nil {
 		return err
 	}
@@ -752,10 +771,10 @@ func (f *File) flushData(ctx context.Context) (*wire.Request, error) {
 		}
 		return nil, nil
 	}
-	batch, size := f.dirty, f.size
-	f.dirty = map[uint64][]byte{}
+	batch, kept, size := f.dirty, f.kept, f.size
+	f.dirty, f.kept = map[uint64][]byte{}, map[uint64]int{}
 	f.resize = false
-	written, err := f.writeBlocks(ctx, batch, size)
+	written, err := f.writeBlocks(ctx, batch, kept, size)
 	for _, b := range batch {
 		putBlockBuf(b)
 	}
@@ -769,13 +788,20 @@ func (f *File) flushData(ctx context.Context) (*wire.Request, error) {
 
 // writeBlocks writes blocks (of a file of the given size) to the
 // datanodes and returns their extents, not yet attached to the file.
-func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, size int64) ([]wire.Extent, error) {
+func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, kept map[uint64]int, size int64) ([]wire.Extent, error) {
 	idxs := make([]uint64, 0, len(batch))
+	var written []wire.Extent
 	for i := range batch {
+		if kept[i] > 0 {
+			if x, ok := f.extendBlock(ctx, i, batch[i], kept[i], size); ok {
+				written = append(written, x)
+				continue
+			}
+		}
 		idxs = append(idxs, i)
 	}
 	sort.Slice(idxs, func(a, b int) bool { return idxs[a] < idxs[b] })
-	var written []wire.Extent
+	sort.Slice(written, func(a, b int) bool { return written[a].Index < written[b].Index })
 	for i := 0; i < len(idxs); {
 		j := i + 1
 		for j < len(idxs) && idxs[j] == idxs[j-1]+1 && j-i < 1024 {
@@ -867,7 +893,7 @@ func (f *File) abandon() {
 	for _, b := range f.dirty {
 		putBlockBuf(b)
 	}
-	f.dirty = map[uint64][]byte{}
+	f.dirty, f.kept = map[uint64][]byte{}, map[uint64]int{}
 	f.closed = true
 	f.mu.Unlock()
 	f.aheadWG.Wait()

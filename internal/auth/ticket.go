@@ -37,12 +37,27 @@ type Ticket struct {
 	// attached to a file without being written (it still holds its
 	// previous owner's data, with an older generation) is refused.
 	MinGen uint64
+	// Append tickets (Write false) let the bearer extend one committed
+	// block in place: write bytes at offsets ≥ From (its committed length)
+	// and nothing before, so every committed version of the block, a prefix
+	// of it, stays readable. Such a ticket neither reads nor writes whole
+	// blocks.
+	Append bool
+	From   uint64
 }
 
-// Wire form: the fields in this order (little-endian), then the first 16
-// bytes of the HMAC-SHA256 of all of them. Expiry stays at offset 29 (see
+// Wire form: the fields in this order (little-endian; Write and Append
+// share one byte: 0 read, 1 write, 2 append), then the first 16 bytes of
+// the HMAC-SHA256 of all of them. Expiry stays at offset 29 (see
 // TicketExpiry).
-const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 16
+const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 8 + 16
+
+// Ticket kinds, the byte at offset 28.
+const (
+	kindRead   = 0
+	kindWrite  = 1
+	kindAppend = 2
+)
 
 func (t *Ticket) body() []byte {
 	b := make([]byte, 0, ticketLen)
@@ -50,14 +65,18 @@ func (t *Ticket) body() []byte {
 	b = binary.LittleEndian.AppendUint32(b, t.Node)
 	b = binary.LittleEndian.AppendUint64(b, t.Start)
 	b = binary.LittleEndian.AppendUint64(b, t.Count)
-	if t.Write {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
+	switch {
+	case t.Write:
+		b = append(b, kindWrite)
+	case t.Append:
+		b = append(b, kindAppend)
+	default:
+		b = append(b, kindRead)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Expiry))
 	b = binary.LittleEndian.AppendUint64(b, t.Gen)
-	return binary.LittleEndian.AppendUint64(b, t.MinGen)
+	b = binary.LittleEndian.AppendUint64(b, t.MinGen)
+	return binary.LittleEndian.AppendUint64(b, t.From)
 }
 
 // Seal returns the ticket's wire form, MACed with key.
@@ -94,10 +113,15 @@ func OpenTicket(key, b []byte) (*Ticket, error) {
 		Node:   binary.LittleEndian.Uint32(b[8:]),
 		Start:  binary.LittleEndian.Uint64(b[12:]),
 		Count:  binary.LittleEndian.Uint64(b[20:]),
-		Write:  b[28] == 1,
+		Write:  b[28] == kindWrite,
+		Append: b[28] == kindAppend,
 		Expiry: int64(binary.LittleEndian.Uint64(b[29:])),
 		Gen:    binary.LittleEndian.Uint64(b[37:]),
 		MinGen: binary.LittleEndian.Uint64(b[45:]),
+		From:   binary.LittleEndian.Uint64(b[53:]),
+	}
+	if b[28] > kindAppend {
+		return nil, ErrTicketForged
 	}
 	return t, nil
 }
@@ -112,6 +136,27 @@ func (t *Ticket) Check(node uint32, block, count uint64, write bool, now time.Ti
 	}
 	if write && !t.Write {
 		return fmt.Errorf("%w: read-only ticket used for a write", ErrTicketRange)
+	}
+	if !write && t.Append {
+		return fmt.Errorf("%w: an append ticket only extends a block", ErrTicketRange)
+	}
+	return nil
+}
+
+// CheckAppend verifies that the ticket allows writing block's bytes from
+// offset off on node.
+func (t *Ticket) CheckAppend(node uint32, block, off uint64, now time.Time) error {
+	if now.Unix() > t.Expiry {
+		return ErrTicketExpired
+	}
+	if !t.Append {
+		return fmt.Errorf("%w: not an append ticket", ErrTicketRange)
+	}
+	if t.Node != node || block < t.Start || block >= t.Start+t.Count {
+		return fmt.Errorf("%w: block %d on datanode %d, ticket covers %d+%d on datanode %d", ErrTicketRange, block, node, t.Start, t.Count, t.Node)
+	}
+	if off < t.From {
+		return fmt.Errorf("%w: append at offset %d, before the block's committed length %d", ErrTicketRange, off, t.From)
 	}
 	return nil
 }

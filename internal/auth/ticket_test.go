@@ -1,6 +1,9 @@
 package auth
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 )
@@ -33,5 +36,54 @@ func TestTicketGeneration(t *testing.T) {
 	}
 	if _, ok := TicketExpiry(b[:len(b)-8]); ok {
 		t.Error("expiry of a short ticket")
+	}
+}
+
+// TestAppendTicket: an append ticket round-trips with its offset, allows
+// writing from its offset on only, and neither reads nor writes blocks.
+func TestAppendTicket(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Now()
+	tk := &Ticket{Tag: 3, Node: 4, Start: 5, Count: 1, Append: true, From: 40000, Expiry: now.Add(time.Hour).Unix(), Gen: 7}
+	got, err := OpenTicket(key, tk.Seal(key))
+	if err != nil || *got != *tk {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+	if err := got.CheckAppend(4, 5, 40000, now); err != nil {
+		t.Errorf("append at the committed length: %v", err)
+	}
+	if err := got.CheckAppend(4, 5, 39999, now); !errors.Is(err, ErrTicketRange) {
+		t.Errorf("append before the committed length: %v", err)
+	}
+	if err := got.CheckAppend(4, 6, 50000, now); !errors.Is(err, ErrTicketRange) {
+		t.Errorf("append to another block: %v", err)
+	}
+	if err := got.CheckAppend(3, 5, 50000, now); !errors.Is(err, ErrTicketRange) {
+		t.Errorf("append on another datanode: %v", err)
+	}
+	if err := got.Check(4, 5, 1, true, now); !errors.Is(err, ErrTicketRange) {
+		t.Errorf("append ticket used to write a block: %v", err)
+	}
+	if err := got.Check(4, 5, 1, false, now); !errors.Is(err, ErrTicketRange) {
+		t.Errorf("append ticket used to read a block: %v", err)
+	}
+	w := &Ticket{Tag: 3, Node: 4, Start: 5, Count: 1, Write: true, Expiry: now.Add(time.Hour).Unix(), Gen: 7}
+	if err := w.CheckAppend(4, 5, 40000, now); !errors.Is(err, ErrTicketRange) {
+		t.Errorf("write ticket used to extend: %v", err)
+	}
+	// The kind byte is covered by the MAC, and unknown kinds are refused.
+	b := tk.Seal(key)
+	b[28] = kindWrite
+	if _, err := OpenTicket(key, b); err != ErrTicketForged {
+		t.Errorf("append ticket turned into a write ticket: %v", err)
+	}
+	bad := &Ticket{Tag: 3, Node: 4, Start: 5, Count: 1, Expiry: now.Add(time.Hour).Unix()}
+	b = bad.Seal(key)
+	b[28] = 3
+	m := hmac.New(sha256.New, key)
+	m.Write(b[:ticketLen-16])
+	copy(b[ticketLen-16:], m.Sum(nil)[:16])
+	if _, err := OpenTicket(key, b); err != ErrTicketForged {
+		t.Errorf("ticket of unknown kind: %v", err)
 	}
 }

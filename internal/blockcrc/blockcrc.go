@@ -25,6 +25,16 @@ func Checksum(data []byte, blocksize int) uint32 {
 	return c
 }
 
+// Placed returns the checksum of a block of blocksize bytes that is zero
+// except for part at offset off. The checksum is affine in the block's
+// bits, so for blocks a, b and c of one size Checksum(a^b^c) is
+// Checksum(a)^Checksum(b)^Checksum(c): replacing bytes in a block whose
+// checksum is known needs only the old and the new bytes, through Placed.
+func Placed(off int, part []byte, blocksize int) uint32 {
+	c := crc32.Update(ZeroExtend(0, uint64(off)), table, part)
+	return ZeroExtend(c, uint64(blocksize-off-len(part)))
+}
+
 // Update is crc32.Update with the Castagnoli table.
 func Update(c uint32, p []byte) uint32 { return crc32.Update(c, table, p) }
 

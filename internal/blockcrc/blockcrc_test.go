@@ -54,3 +54,30 @@ func BenchmarkChecksum64Of1MiB(b *testing.B) {
 		Checksum(data, 1<<20)
 	}
 }
+
+// TestPlaced: replacing a region of a block changes its checksum by the
+// checksums of the old and new regions placed alone.
+func TestPlaced(t *testing.T) {
+	const bs = 1 << 16
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 200; i++ {
+		blk := make([]byte, bs)
+		n := rng.Intn(bs)
+		for k := 0; k < n; k++ {
+			blk[k] = byte(rng.Uint32())
+		}
+		off := rng.Intn(bs)
+		l := rng.Intn(bs - off + 1)
+		old := append([]byte(nil), blk[off:off+l]...)
+		nw := make([]byte, l)
+		for k := range nw {
+			nw[k] = byte(rng.Uint32())
+		}
+		before := Checksum(blk, bs)
+		copy(blk[off:], nw)
+		want := Checksum(blk, bs)
+		if got := before ^ Placed(off, old, bs) ^ Placed(off, nw, bs); got != want {
+			t.Fatalf("off %d len %d: %08x, want %08x", off, l, got, want)
+		}
+	}
+}

@@ -371,6 +371,34 @@ func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (u
 	return t.Gen, t.MinGen, nil
 }
 
+// checkAppendTicket checks an append ticket for writing block from offset
+// off and returns its generation (NoTicket without a ticket key).
+func (s *Server) checkAppendTicket(raw []byte, block, off uint64) (uint64, error) {
+	if s.cfg.TicketKey == nil {
+		return NoTicket, nil
+	}
+	if len(raw) == 0 {
+		return 0, errors.New("request without a ticket refused")
+	}
+	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.CheckAppend(s.nodeID.Load(), block, off, time.Now()); err != nil {
+		return 0, err
+	}
+	s.revMu.Lock()
+	_, dead := s.revoked[t.Tag]
+	s.revMu.Unlock()
+	if dead {
+		return 0, auth.ErrTicketRevoked
+	}
+	if t.Gen == NoTicket || t.Gen == 0 {
+		return 0, fmt.Errorf("%w: generation %#x cannot be extended", auth.ErrTicketRange, t.Gen)
+	}
+	return t.Gen, nil
+}
+
 // Close stops serving.
 func (s *Server) Close() error {
 	close(s.stop)
@@ -436,7 +464,7 @@ func (s *Server) serveConn(raw, nc net.Conn) {
 			return
 		}
 		j := job{q: q}
-		if q.Op == wire.DataWrite {
+		if q.Op == wire.DataWrite || q.Op == wire.DataExtend {
 			if int(q.Length) > bs {
 				s.log.Warn("write larger than a block, closing connection", "remote", nc.RemoteAddr(), "length", q.Length)
 				return
@@ -487,6 +515,8 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, true)
 		case wire.DataRead:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, false)
+		case wire.DataExtend:
+			gen, terr = s.checkAppendTicket(q.Ticket, q.Block, uint64(q.Offset))
 		case wire.DataVerify:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, uint64(q.Count), false)
 		}
@@ -511,8 +541,22 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			if err != nil {
 				resp = errResp(err)
 			}
+		case wire.DataExtend:
+			if err := s.writeChain(&next, q, (*bufp)[:q.Length], gen); err != nil {
+				resp = errResp(err)
+			}
 		case wire.DataRead:
 			bufp = s.bufs.Get().(*[]byte)
+			if q.Length > 0 {
+				// A version's prefix, checked against the reader's checksum.
+				if err := s.store.ReadPrefix(q.Block, *bufp, gen, int(q.Length), q.CRC); err != nil {
+					resp = errResp(err)
+				} else {
+					resp.CRC, resp.Length = q.CRC, q.Length
+					payload = (*bufp)[:q.Length]
+				}
+				break
+			}
 			// Only what is on disk travels; the reader zero-fills the tail.
 			crc, n, err := s.store.ReadN(q.Block, *bufp, gen)
 			if err != nil {
@@ -574,12 +618,18 @@ func errResp(err error) wire.DataResp {
 // time, forwards it to the next datanode of the chain (which checks the
 // generation of its own ticket); it succeeds only if both succeed.
 func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte, gen uint64) error {
-	if len(q.Chain) == 0 {
+	store := func() error {
+		if q.Op == wire.DataExtend {
+			return s.store.Extend(q.Block, int(q.Offset), data, q.Base, q.CRC, gen)
+		}
 		return s.store.Write(q.Block, data, q.CRC, gen)
+	}
+	if len(q.Chain) == 0 {
+		return store()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.forward(next, q, data) }()
-	lerr := s.store.Write(q.Block, data, q.CRC, gen)
+	lerr := store()
 	return errors.Join(lerr, <-errc)
 }
 
@@ -587,7 +637,11 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte, gen uint64
 // further) and waits for its acknowledgement.
 func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 	h := q.Chain[0]
-	fwd := &wire.DataReq{Op: wire.DataWrite, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: h.Ticket}
+	op := wire.DataWrite // an adopted block travels on as a write
+	if q.Op == wire.DataExtend {
+		op = wire.DataExtend
+	}
+	fwd := &wire.DataReq{Op: op, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: h.Ticket, Offset: q.Offset, Base: q.Base}
 	if *next != nil && (*next).addr != h.Addr {
 		(*next).nc.Close()
 		*next = nil

@@ -78,6 +78,9 @@ func init() {
 		wire.OpAllocate: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return n.allocateOp(tx, who, q)
 		}},
+		wire.OpExtend: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return n.extendOp(tx, who, q)
+		}},
 		wire.OpSetBlocks: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return n.setBlocks(tx, who, q)
 		}},

@@ -99,6 +99,114 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
 }
 
+// extendOp hands out append tickets for the committed last block of a
+// file, partly filled, so that a small append writes only its bytes into
+// that block in place (datanode.BlockStore.Extend) instead of a copy of
+// the whole block. Only a file this transaction has not changed yet
+// qualifies: then the committed version is the one whose bytes the
+// tickets protect (they allow writing from its length on), and the
+// transaction's exclusive lock keeps every other writer out until it ends.
+// A refusal (ErrCodeInvalid) tells the client to copy on write instead.
+func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if err := n.mayWriteFile(tx, who, q.Ino); err != nil {
+		return nil, err
+	}
+	if _, changed := tx.inodes[q.Ino]; changed {
+		if _, written := tx.blocks[q.Ino]; written {
+			return nil, fail(wire.ErrCodeInvalid, "extend: inode %d was written in this transaction already", q.Ino)
+		}
+	}
+	a, err := n.ns.mutAttr(tx, q.Ino)
+	if err != nil {
+		return nil, err
+	}
+	in := n.ns.inodes[q.Ino]
+	if in == nil {
+		return nil, fail(wire.ErrCodeInvalid, "extend: inode %d has no committed version", q.Ino)
+	}
+	bs := int64(n.cfg.Blocksize)
+	size := in.attr.Size
+	if a.Size != size || size%bs == 0 || uint64((size-1)/bs) != q.Index {
+		return nil, fail(wire.ErrCodeInvalid, "extend: block %d of inode %d is not its partly filled last block", q.Index, q.Ino)
+	}
+	var x wire.Extent
+	found := false
+	for _, e := range in.blocks {
+		if e.Index <= q.Index && q.Index < e.Index+uint64(e.Count) {
+			k := q.Index - e.Index
+			x = wire.Extent{Index: q.Index, Count: 1, CRC: []uint32{e.CRC[k]}, Gen: e.Gen}
+			for _, r := range e.Replicas {
+				x.Replicas = append(x.Replicas, wire.Run{Node: r.Node, Start: r.Start + k})
+			}
+			found = true
+			break
+		}
+	}
+	if !found || (x.Gen == 0 && n.cfg.TicketKey != nil) {
+		return nil, fail(wire.ErrCodeInvalid, "extend: block %d of inode %d is a hole or predates block generations", q.Index, q.Ino)
+	}
+	from := uint64(size - int64(q.Index)*bs)
+	for _, r := range x.Replicas {
+		tx.extended = append(tx.extended, run{node: r.Node, start: r.Start, count: 1, ino: q.Ino, index: q.Index, gen: x.Gen})
+	}
+	if n.cfg.TicketKey != nil {
+		exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
+		x.Tickets = make([][]byte, len(x.Replicas))
+		for j, r := range x.Replicas {
+			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: 1, Append: true, From: from, Expiry: exp, Gen: x.Gen}
+			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
+			if tx.ticketed == nil {
+				tx.ticketed = map[uint32]bool{}
+			}
+			tx.ticketed[r.Node] = true
+		}
+	}
+	return &wire.Response{Extents: []wire.Extent{x}, Nodes: n.nodeList(), Counters: []uint64{from}}, nil
+}
+
+// extendedAs reports whether tx may attach block start of node, extended
+// in place, as file block index of ino.
+func (tx *Txn) extendedAs(node uint32, start, count, ino, index, gen uint64) bool {
+	if count != 1 {
+		return false
+	}
+	for _, r := range tx.extended {
+		if r.node == node && r.start == start && r.ino == ino && r.index == index && r.gen == gen {
+			return true
+		}
+	}
+	return false
+}
+
+// replaces reports whether tx's writes replace blocks start..start+count-1
+// of node: it allocated them, or extends that one block in place.
+func (tx *Txn) replaces(node uint32, start, count uint64) bool {
+	if tx.ownsRun(node, start, count) {
+		return true
+	}
+	if count != 1 {
+		return false
+	}
+	for _, r := range tx.extended {
+		if r.node == node && r.start == start {
+			return true
+		}
+	}
+	return false
+}
+
+// references reports whether block start of node is in the block list xs.
+func references(xs []wire.Extent, node uint32, start uint64) bool {
+	for _, x := range xs {
+		for _, r := range x.Replicas {
+			if r.Node == node && r.Start <= start && start < r.Start+uint64(x.Count) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // userAllocLimit is how many blocks one user may hold in uncommitted
 // transactions: the configured limit, or seven eighths of the cluster's
 // blocks, so one user's transactions cannot take all the space.
@@ -182,7 +290,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d have two replicas on datanode %d", x.Index, x.Count, r.Node)
 			}
 			nodes[r.Node] = true
-			if !tx.allocatedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index, x.Gen) {
+			if !tx.allocatedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index, x.Gen) && !tx.extendedAs(r.Node, r.Start, uint64(x.Count), q.Ino, x.Index, x.Gen) {
 				return nil, fail(wire.ErrCodeInvalid, "setblocks: blocks %d+%d on datanode %d were not allocated by this transaction for inode %d blocks %d-%d", r.Start, x.Count, r.Node, q.Ino, x.Index, x.Index+uint64(x.Count)-1)
 			}
 		}
@@ -192,6 +300,16 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 		return nil, err
 	}
 	merged, freed := mergeBlocks(n.ns.blockList(tx, q.Ino), q.Extents)
+	if len(tx.extended) > 0 {
+		// A block extended in place replaces itself: it stays.
+		kept := freed[:0]
+		for _, f := range freed {
+			if !references(merged, f.node, f.start) {
+				kept = append(kept, f)
+			}
+		}
+		freed = kept
+	}
 	tx.freed = append(tx.freed, freed...)
 	tx.setBlocks(q.Ino, merged)
 	if q.Flags&wire.FlagSize != 0 {
@@ -235,7 +353,12 @@ func (n *Namenode) dropReplicas(tx *Txn, identities []string) error {
 			for _, piece := range splitForDrop(tx, x, dead) {
 				keep := piece.Replicas[:0:0]
 				for _, r := range piece.Replicas {
-					if dead[r.Node] && tx.ownsRun(r.Node, r.Start, uint64(piece.Count)) {
+					if dead[r.Node] && tx.replaces(r.Node, r.Start, uint64(piece.Count)) {
+						if !tx.ownsRun(r.Node, r.Start, uint64(piece.Count)) {
+							// Extended in place but not made durable there: the
+							// new version leaves that replica behind.
+							tx.freed = append(tx.freed, run{node: r.Node, start: r.Start, count: 1})
+						}
 						continue
 					}
 					keep = append(keep, r)
@@ -257,7 +380,7 @@ func (n *Namenode) dropReplicas(tx *Txn, identities []string) error {
 func splitForDrop(tx *Txn, x wire.Extent, dead map[uint32]bool) []wire.Extent {
 	whole := true
 	for _, r := range x.Replicas {
-		if dead[r.Node] && !tx.ownsRun(r.Node, r.Start, uint64(x.Count)) {
+		if dead[r.Node] && !tx.replaces(r.Node, r.Start, uint64(x.Count)) {
 			whole = false
 		}
 	}

@@ -31,6 +31,7 @@ type Txn struct {
 	seqSeen    map[uint64]uint64        // data version of each file when tx first saw it
 	locks      []lockKey
 	allocated  map[uint32][]run // blocks allocated by this transaction
+	extended   []run            // committed blocks this transaction may extend in place (count 1)
 	user       string           // who began it ("" at security level none)
 	allocCount uint64           // blocks (replicas counted) allocated, charged to user
 	freed      []run            // blocks dropped from block lists

@@ -17,6 +17,7 @@ const (
 	DataVerify                     // check Count blocks from Block against their stored checksums
 	DataIdentity                   // report identity, cluster and blocksize
 	DataAdopt                      // a local client wrote Block itself: verify CRC, record it, forward along Chain
+	DataExtend                     // write Length bytes at Offset of a committed block in place (append ticket), forward along Chain
 )
 
 // Hop is a further replica a write is forwarded to.
@@ -31,10 +32,15 @@ type DataReq struct {
 	Op     DataOp
 	Block  uint64
 	Count  uint32
-	Length uint32 // bytes of data following a write header (≤ blocksize)
-	CRC    uint32 // CRC32C of the whole zero-padded block (write)
+	Length uint32 // bytes of data following a write header (≤ blocksize); read: check only this prefix
+	CRC    uint32 // CRC32C of the whole zero-padded block (write, extend; read with Length: of the prefix)
 	Chain  []Hop
 	Ticket []byte
+	// Extend: where the data goes in the block, and the checksum of the
+	// block as committed (its first Offset bytes, zero-padded), which the
+	// datanode's copy must match.
+	Offset uint32
+	Base   uint32
 }
 
 // DataResp is the header of a data protocol response.
@@ -99,6 +105,8 @@ func EncodeDataReq(q *DataReq) []byte {
 		e.Bytes(h.Ticket)
 	}
 	e.Bytes(q.Ticket)
+	e.Uv(uint64(q.Offset))
+	e.U32(q.Base)
 	return e.B
 }
 
@@ -136,10 +144,16 @@ func DecodeDataReq(b []byte) (*DataReq, error) {
 		q.Chain = append(q.Chain, Hop{Addr: d.Str(MaxName), Block: d.Uv(), Ticket: d.Bytes(MaxTicket)})
 	}
 	q.Ticket = d.Bytes(MaxTicket)
+	o := d.Uv()
+	if o > 1<<30 {
+		d.fail("offset")
+	}
+	q.Offset = uint32(o)
+	q.Base = d.U32()
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")
 	}
-	if d.Err == nil && (q.Op < DataWrite || q.Op > DataAdopt) {
+	if d.Err == nil && (q.Op < DataWrite || q.Op > DataExtend) {
 		d.fail(fmt.Sprintf("unknown data op %d", q.Op))
 	}
 	if d.Err != nil {

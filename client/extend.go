@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+
+	"github.com/plasmafs/plasma/internal/blockcrc"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// Small appends extend the file's last block in place.
+//
+// Blocks are copy-on-write: a flush writes every dirty block to newly
+// allocated blocks. For a small append to a file whose committed last block
+// is partly filled that means rewriting the whole block on every replica,
+// megabytes for a few bytes. Instead, when the only change to that block
+// lies past its committed bytes, the flush asks the namenode for append
+// tickets (OpExtend) and sends the datanodes just the new bytes, which they
+// write into the block in place (datanode.BlockStore.Extend): the tickets
+// allow writing only past the committed length, so a reader of any
+// committed version, a prefix of the block, keeps reading it (it checks
+// only its prefix, see dataPool.readBlock). When the namenode or a datanode
+// refuses, the block is written copy-on-write as before.
+//
+// Bytes an extension wrote that were never committed stay in the block past
+// its committed length. The next extension overwrites them; growing the
+// file past the block by other means (a write further on, a truncate
+// upwards) would expose them as file content, so the file then rewrites
+// the block first (growing).
+
+// extendBlock writes dirty block idx (buffer b, whose first kept bytes are
+// the committed version's) by extending the committed block in place, and
+// returns the extent to attach; ok is false when the block must be written
+// copy-on-write instead.
+func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, size int64) (x wire.Extent, ok bool) {
+	valid := int(min(size-int64(idx)*int64(f.bs), int64(f.bs)))
+	if valid <= kept {
+		return x, false
+	}
+	r, err := f.tx.call(ctx, &wire.Request{Op: wire.OpExtend, Ino: f.ino, Index: idx})
+	if err != nil || len(r.Extents) != 1 || len(r.Counters) != 1 {
+		return x, false // refused (not the committed partial last block, …)
+	}
+	x = r.Extents[0]
+	from := int(r.Counters[0])
+	if x.Index != idx || x.Count != 1 || len(x.CRC) != 1 || len(x.Replicas) == 0 || from <= 0 || from > kept || from >= valid {
+		return x, false
+	}
+	// The committed bytes after from are zeros: the new block is the old
+	// one with data placed at from (blockcrc.Placed), so its checksum costs
+	// what the append writes. A datanode whose block is not that version
+	// refuses.
+	// Trailing zeros need not travel: past the data the datanode's block
+	// reads as zeros (it clears what an uncommitted extension left there).
+	data := b[from:valid]
+	for len(data) > 0 && data[len(data)-1] == 0 {
+		data = data[:len(data)-1]
+	}
+	crc := x.CRC[0] ^ blockcrc.Placed(from, data, f.bs) ^ blockcrc.ZeroExtend(0, uint64(f.bs))
+	addrs := make([]string, len(x.Replicas))
+	starts := make([]uint64, len(x.Replicas))
+	for k, rp := range x.Replicas {
+		info, _ := f.tx.c.node(rp.Node)
+		addrs[k], starts[k] = info.Addr, rp.Start
+	}
+	if err := f.tx.c.data.extend(ctx, addrs, starts, x.Tickets, from, data, x.CRC[0], crc); err != nil {
+		return x, false
+	}
+	f.tx.mu.Lock()
+	if f.tx.nodes == nil {
+		f.tx.nodes = map[string]bool{}
+	}
+	for _, a := range addrs {
+		f.tx.nodes[a] = true
+	}
+	f.tx.mu.Unlock()
+	x.CRC = []uint32{crc}
+	x.Tickets = nil
+	return x, true
+}
+
+// growing prepares the file to grow to size: a partly filled last block
+// that no write will touch is made dirty as it is (its bytes past the end
+// of the file zeroed), so the flush rewrites it and whatever an extension
+// left past its end, never committed, does not become file content. Called
+// with f.mu held.
+func (f *File) growing(size int64) error {
+	if size <= f.size || f.size%int64(f.bs) == 0 {
+		return nil
+	}
+	last := uint64((f.size - 1) / int64(f.bs))
+	if _, ok := f.dirty[last]; ok {
+		return nil
+	}
+	if _, ok := f.inflight[last]; ok {
+		return nil // being written: that rewrites it
+	}
+	if err := f.loadBlocks(); err != nil {
+		return err
+	}
+	if _, _, ok := f.locate(last); !ok {
+		return nil // a hole
+	}
+	b := getBlockBuf(f.bs, false)
+	if err := f.readBlock(last, b, false); err != nil {
+		putBlockBuf(b)
+		return err
+	}
+	valid := int(f.size - int64(last)*int64(f.bs))
+	clear(b[valid:])
+	f.dirty[last] = b
+	f.kept[last] = valid
+	return nil
+}

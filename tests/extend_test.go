@@ -1,0 +1,211 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// Small appends extend the committed last block in place (client/extend.go,
+// datanode.BlockStore.Extend); these tests run them against real processes
+// with tickets (security privacy, data auth) and two replicas.
+
+// blocksOf returns the block list of path, as [index]"datanode:start,…".
+func blocksOf(t *testing.T, cl *client.Client, path string) map[uint64]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[uint64]string{}
+	mustOK(t, "blocks", cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		fi, err := tx.Lookup(ctx, path)
+		if err != nil {
+			return err
+		}
+		xs, err := tx.Blocks(ctx, fi.Ino)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			for k := 0; k < x.Count; k++ {
+				s := ""
+				for _, r := range x.Replicas {
+					s += fmt.Sprintf("%s:%d,", r.Datanode, r.Start+uint64(k))
+				}
+				out[x.Index+uint64(k)] = s
+			}
+		}
+		return nil
+	}))
+	return out
+}
+
+func writeRep2(t *testing.T, cl *client.Client, path string, data []byte) {
+	t.Helper()
+	mustOK(t, "create "+path, cl.Txn(context.Background(), func(ctx context.Context, tx *client.Txn) error {
+		f, err := tx.CreateFile(ctx, path, client.CreateOptions{Rep: 2})
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		return err
+	}))
+}
+
+// appendTo writes data at the end of path in one transaction, or only
+// flushes it and aborts when abort is set.
+func appendTo(t *testing.T, cl *client.Client, path string, data []byte, abort bool) {
+	t.Helper()
+	ctx := context.Background()
+	tx, _ := cl.Begin(ctx)
+	f, err := tx.Open(ctx, path)
+	mustOK(t, "open", err)
+	_, err = f.WriteAt(data, f.Size())
+	mustOK(t, "append", err)
+	if abort {
+		mustOK(t, "flush", f.Flush(ctx))
+		mustOK(t, "abort", tx.Abort(ctx))
+		return
+	}
+	mustOK(t, "commit", tx.Commit(ctx))
+}
+
+func readWhole(t *testing.T, cl *client.Client, path string) []byte {
+	t.Helper()
+	var got []byte
+	mustOK(t, "read "+path, cl.Txn(context.Background(), func(ctx context.Context, tx *client.Txn) error {
+		f, err := tx.Open(ctx, path)
+		if err != nil {
+			return err
+		}
+		got, err = io.ReadAll(f)
+		return err
+	}))
+	return got
+}
+
+func fsckClean(t *testing.T, cl *client.Client) {
+	t.Helper()
+	rep, err := cl.Fsck(context.Background())
+	mustOK(t, "fsck", err)
+	if len(rep.Problems) > 0 {
+		t.Fatalf("fsck: %q", rep.Problems)
+	}
+}
+
+// TestAppendExtendsInPlace: a small append to a file whose last block is
+// partly filled lands in that same block on both replicas, and a reader
+// that opened the file before keeps reading its version.
+func TestAppendExtendsInPlace(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	data := randBytes(40000, 3) // blocksize 64 KiB: one partly filled block
+	writeRep2(t, cl, "/log", data)
+	before := blocksOf(t, cl, "/log")
+
+	// Readers of the first version, opened before the append: one reads
+	// the local datanodes' block files itself, one asks the datanodes.
+	tcp := c.Client(client.Config{NoShortCircuit: true})
+	defer tcp.Close()
+	var olds []*client.File
+	for _, rc := range []*client.Client{cl, tcp} {
+		rd, _ := rc.Begin(ctx)
+		defer rd.Abort(ctx)
+		f, err := rd.Open(ctx, "/log")
+		mustOK(t, "open reader", err)
+		olds = append(olds, f)
+	}
+
+	add := randBytes(64, 4)
+	appendTo(t, cl, "/log", add, false)
+	if after := blocksOf(t, cl, "/log"); after[0] != before[0] {
+		t.Fatalf("the append copied the block (%s → %s) instead of extending it in place", before[0], after[0])
+	}
+	want := append(bytes.Clone(data), add...)
+	if got := readWhole(t, cl, "/log"); !bytes.Equal(got, want) {
+		t.Fatalf("after the append the file reads %d bytes, not the %d written", len(got), len(want))
+	}
+	for i, old := range olds {
+		got, err := io.ReadAll(old)
+		mustOK(t, fmt.Sprintf("reader %d: read the first version after the append", i), err)
+		if !bytes.Equal(got, data) {
+			t.Fatalf("reader %d of the first version read %d bytes, not its %d", i, len(got), len(data))
+		}
+	}
+	// Many appends, each committed, crossing into the next block.
+	for i := 0; i < 60; i++ {
+		add := randBytes(500, uint64(10+i))
+		appendTo(t, cl, "/log", add, false)
+		want = append(want, add...)
+	}
+	if got := readWhole(t, cl, "/log"); !bytes.Equal(got, want) {
+		t.Fatal("after 60 appends the file reads other bytes than were written")
+	}
+	fsckClean(t, cl)
+}
+
+// TestUncommittedExtensionStaysHidden: an extension whose transaction
+// aborted leaves bytes in the block past its committed end; fsck does not
+// count them, the next append overwrites them, and growing the file past
+// the block (truncate upwards) reads zeros there, not them.
+func TestUncommittedExtensionStaysHidden(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	data := randBytes(40000, 5)
+	writeRep2(t, cl, "/f", data)
+	before := blocksOf(t, cl, "/f")
+	appendTo(t, cl, "/f", bytes.Repeat([]byte{0xEE}, 3000), true) // aborted
+	if got := readWhole(t, cl, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("an aborted append changed the file")
+	}
+	fsckClean(t, cl)
+
+	add := randBytes(10, 6)
+	appendTo(t, cl, "/f", add, false)
+	if after := blocksOf(t, cl, "/f"); after[0] != before[0] {
+		t.Fatalf("the append after an aborted one copied the block (%s → %s)", before[0], after[0])
+	}
+	want := append(bytes.Clone(data), add...)
+	if got := readWhole(t, cl, "/f"); !bytes.Equal(got, want) {
+		t.Fatal("the append after an aborted one reads other bytes")
+	}
+
+	// Another aborted extension, then the file grows past the block.
+	appendTo(t, cl, "/f", bytes.Repeat([]byte{0xDD}, 5000), true)
+	fi, err := cl.Lookup(ctx, "/f")
+	mustOK(t, "lookup", err)
+	mustOK(t, "truncate up", cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		return tx.Truncate(ctx, fi.Ino, 200000)
+	}))
+	want = append(want, make([]byte, 200000-len(want))...)
+	if got := readWhole(t, cl, "/f"); !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("after growing past the block, byte %d of %d differs: an uncommitted extension became file content", i, len(got))
+	}
+	// And with a write further on instead of a truncate.
+	writeRep2(t, cl, "/g", data)
+	appendTo(t, cl, "/g", bytes.Repeat([]byte{0xCC}, 5000), true)
+	mustOK(t, "write further on", cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		f, err := tx.Open(ctx, "/g")
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteAt([]byte("end"), 3*64<<10)
+		return err
+	}))
+	wantG := append(append(bytes.Clone(data), make([]byte, 3*64<<10-len(data))...), "end"...)
+	if got := readWhole(t, cl, "/g"); !bytes.Equal(got, wantG) {
+		t.Fatal("after a write past the block, the file reads other bytes: an uncommitted extension became file content")
+	}
+	fsckClean(t, cl)
+}

@@ -1,0 +1,169 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// appendTicket seals an append ticket for block from offset from.
+func (r *rawDN) appendTicket(block, gen, from uint64) []byte {
+	return (&auth.Ticket{Tag: 1<<60 + block, Node: r.node, Start: block, Count: 1, Append: true, From: from,
+		Expiry: time.Now().Add(time.Hour).Unix(), Gen: gen}).Seal(r.c.Secrets.TicketKey)
+}
+
+func (r *rawDN) extend(block uint64, ticket []byte, off int, data []byte, base, crc uint32) *wire.DataResp {
+	return dataCall(r.t, r.dn.Addr, r.cred, &wire.DataReq{Op: wire.DataExtend, Block: block, Length: uint32(len(data)), CRC: crc, Ticket: ticket, Offset: uint32(off), Base: base}, data)
+}
+
+// TestHostileExtend: a holder of an append ticket can write into the block
+// only past the committed length the ticket names, cannot read or rewrite
+// the block with it, and cannot extend a block another allocation wrote;
+// a write ticket does not extend. The committed bytes read back unchanged
+// after every refusal.
+func TestHostileExtend(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
+	r := newRawDN(t, c, c.DNs[0])
+	const block, gen = 3, 1 << 40
+	v1 := randBytes(40000, 1)
+	if resp := r.write(block, gen, uint32(len(v1)), v1, blockCRC(v1, r.bs)); resp.Status != wire.OK {
+		t.Fatalf("write: %s", resp.Msg)
+	}
+	base := blockCRC(v1, r.bs)
+	tk := r.appendTicket(block, gen, uint64(len(v1)))
+	refused := func(what string, resp *wire.DataResp, word string) {
+		t.Helper()
+		if resp.Status == wire.OK {
+			t.Errorf("%s: accepted", what)
+		} else if !strings.Contains(resp.Msg, word) {
+			t.Errorf("%s: refused with %q, want it to say %q", what, resp.Msg, word)
+		}
+		if got, msg := r.read(block, gen); !bytes.Equal(got, padded(v1, r.bs)) {
+			t.Fatalf("after %s the committed block reads differently (%s)", what, msg)
+		}
+	}
+	// Overwrite the committed bytes from offset 100.
+	evil := bytes.Repeat([]byte{0xEE}, 500)
+	over := bytes.Clone(v1)
+	copy(over[100:], evil)
+	refused("an extension before the committed length", r.extend(block, tk, 100, evil, base, blockCRC(over, r.bs)), "committed length")
+	// The append ticket as a write or read ticket.
+	refused("a write with an append ticket", dataCall(t, r.dn.Addr, r.cred, &wire.DataReq{Op: wire.DataWrite, Block: block, Length: uint32(len(evil)), CRC: blockCRC(evil, r.bs), Ticket: tk}, evil), "ticket")
+	resp, b := dataRead(t, r.cred, heldTicket{addr: r.dn.Addr, node: r.node, block: block, ticket: tk})
+	if resp.Status == wire.OK || b != nil {
+		t.Error("a read with an append ticket was answered")
+	}
+	// A write ticket does not extend; nor does an append ticket of another
+	// generation (a block since reallocated, or never this allocation's).
+	add := randBytes(64, 2)
+	v2 := append(bytes.Clone(v1), add...)
+	refused("an extension with a write ticket", r.extend(block, r.ticket(block, true, gen), len(v1), add, base, blockCRC(v2, r.bs)), "append")
+	refused("an extension with an older generation", r.extend(block, r.appendTicket(block, gen-1, uint64(len(v1))), len(v1), add, base, blockCRC(v2, r.bs)), "generation")
+	refused("an extension with a newer generation", r.extend(block, r.appendTicket(block, gen+1, uint64(len(v1))), len(v1), add, base, blockCRC(v2, r.bs)), "generation")
+	// A checksum that does not match the data, or a base of another version.
+	refused("an extension with a wrong checksum", r.extend(block, tk, len(v1), add, base, blockCRC(v2, r.bs)^1), "checksum")
+	refused("an extension of another version", r.extend(block, tk, len(v1), add, base^1, blockCRC(v2, r.bs)^1), "checksum")
+	// Past the block's end.
+	refused("an extension past the block's end", r.extend(block, r.appendTicket(block, gen, uint64(r.bs-10)), r.bs-10, add, base, 0), "block")
+	// The honest extension still works, and reads back.
+	if resp := r.extend(block, tk, len(v1), add, base, blockCRC(v2, r.bs)); resp.Status != wire.OK {
+		t.Fatalf("extension: %s", resp.Msg)
+	}
+	if got, msg := r.read(block, gen); !bytes.Equal(got, padded(v2, r.bs)) {
+		t.Fatalf("the extended block reads differently (%s)", msg)
+	}
+}
+
+// TestHostileExtendRequests: the namenode hands out append tickets only to
+// a writer of the file, only for its committed, partly filled last block,
+// and an extended block is attached only where it was granted.
+func TestHostileExtendRequests(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	credFile := c.IssueCredential("mallory", auth.RoleUser)
+	mallory := c.Client(client.Config{CredentialFile: credFile})
+	defer mallory.Close()
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	ctx := context.Background()
+	mustOK(t, "mkdir", admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		_, err := tx.Mkdir(ctx, "/m", 0o777)
+		return err
+	}))
+	bs := int(c.Opts.Blocksize)
+	writeRep2(t, admin, "/m/theirs", randBytes(40000, 1))
+	writeRep2(t, mallory, "/m/a", randBytes(bs+40000, 2)) // block 1 partly filled
+	writeRep2(t, mallory, "/m/b", randBytes(40000, 3))
+	writeRep2(t, mallory, "/m/full", randBytes(bs, 4))
+	ino := func(p string) uint64 {
+		fi, err := admin.Lookup(ctx, p)
+		mustOK(t, "lookup", err)
+		return fi.Ino
+	}
+	conn := rawAs(t, c, credFile)
+	txn := uint64(1)
+	call := func(q *wire.Request) *wire.Response {
+		t.Helper()
+		q.Txn = txn
+		q.Flags |= wire.FlagBegin
+		r, err := conn.Call(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	next := func() {
+		conn.Call(ctx, &wire.Request{Op: wire.OpAbort, Txn: txn})
+		txn++
+	}
+	for _, tc := range []struct {
+		what  string
+		ino   uint64
+		index uint64
+		want  wire.Code
+	}{
+		{"a file of another user's, read-only to her", ino("/m/theirs"), 0, wire.ErrCodePerm},
+		{"a block that is not the last", ino("/m/a"), 0, wire.ErrCodeInvalid},
+		{"a block past the end", ino("/m/a"), 2, wire.ErrCodeInvalid},
+		{"a full last block", ino("/m/full"), 0, wire.ErrCodeInvalid},
+	} {
+		if r := call(&wire.Request{Op: wire.OpExtend, Ino: tc.ino, Index: tc.index}); r.Code != tc.want {
+			t.Errorf("extend of %s: %v %q, want code %v", tc.what, r.Code, r.Msg, tc.want)
+		}
+		next()
+	}
+	// Granted for /m/a block 1: attached to /m/b, or as another index, it
+	// is refused; attached where granted, it is accepted.
+	g := call(&wire.Request{Op: wire.OpExtend, Ino: ino("/m/a"), Index: 1})
+	if g.Code != wire.OK || len(g.Extents) != 1 || len(g.Counters) != 1 || g.Counters[0] != 40000 {
+		t.Fatalf("extend of /m/a block 1: %v %q %+v", g.Code, g.Msg, g.Counters)
+	}
+	x := g.Extents[0]
+	x.Tickets = nil
+	attach := func(ino, index uint64, size int64) wire.Code {
+		y := x
+		y.Index = index
+		return call(&wire.Request{Op: wire.OpSetBlocks, Ino: ino, Extents: []wire.Extent{y}, Flags: wire.FlagSize, Size: size}).Code
+	}
+	if code := attach(ino("/m/b"), 0, 40100); code != wire.ErrCodeInvalid {
+		t.Errorf("extended block of /m/a attached to /m/b: %v, want refused", code)
+	}
+	if code := attach(ino("/m/a"), 0, int64(bs)+40100); code != wire.ErrCodeInvalid {
+		t.Errorf("extended block 1 attached as block 0: %v, want refused", code)
+	}
+	if code := attach(ino("/m/a"), 1, int64(bs)+40000); code != wire.OK {
+		t.Errorf("extended block attached where granted: %v", code)
+	}
+	// Written in this transaction now: no second grant.
+	if r := call(&wire.Request{Op: wire.OpExtend, Ino: ino("/m/a"), Index: 1}); r.Code != wire.ErrCodeInvalid {
+		t.Errorf("second extend in one transaction: %v %q, want refused", r.Code, r.Msg)
+	}
+	next()
+	fsckClean(t, admin)
+}
