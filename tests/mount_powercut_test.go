@@ -47,13 +47,6 @@ func TestMountPowerCutKeepsFsynced(t *testing.T) {
 		mustOK(t, "fsync log", logf.Sync())
 		appended = append(appended, rec...)
 	}
-	synced := len(appended)
-	// Appended after the last fsync: may be lost.
-	tail := make([]byte, 500)
-	rng.Read(tail)
-	_, err = logf.Write(tail)
-	mustOK(t, "append unsynced", err)
-	appended = append(appended, tail...)
 
 	// The database: 3 blocks and a bit, pages rewritten in place.
 	db := make([]byte, 3*64<<10+5000)
@@ -72,6 +65,23 @@ func TestMountPowerCutKeepsFsynced(t *testing.T) {
 		mustOK(t, "fsync db", dbf.Sync())
 		copy(db[off:], page)
 	}
+	// More appends to the log, the last fsyncs before the power cut (each
+	// extends the log's last block in place: its own sync must cover it).
+	for i := 0; i < 5; i++ {
+		rec := make([]byte, 1+rng.Intn(300))
+		rng.Read(rec)
+		_, err := logf.Write(rec)
+		mustOK(t, "append", err)
+		mustOK(t, "fsync log", logf.Sync())
+		appended = append(appended, rec...)
+	}
+	synced := len(appended)
+	// Appended after the last fsync: may be lost.
+	tail := make([]byte, 500)
+	rng.Read(tail)
+	_, err = logf.Write(tail)
+	mustOK(t, "append unsynced", err)
+	appended = append(appended, tail...)
 
 	m.Signal(syscall.SIGKILL)
 	m.Wait()
