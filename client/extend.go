@@ -79,10 +79,10 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 }
 
 // growing prepares the file to grow to size: a partly filled last block
-// that no write will touch is made dirty as it is (its bytes past the end
-// of the file zeroed), so the flush rewrites it and whatever an extension
-// left past its end, never committed, does not become file content. Called
-// with f.mu held.
+// is made dirty as it is (its bytes past the end of the file zeroed, its
+// committed bytes left unread where possible: prefix.go), so the flush
+// rewrites or extends it and whatever an extension left past its end,
+// never committed, does not become file content. Called with f.mu held.
 func (f *File) growing(size int64) error {
 	if size <= f.size || f.size%int64(f.bs) == 0 {
 		return nil
@@ -94,19 +94,23 @@ func (f *File) growing(size int64) error {
 	if _, ok := f.inflight[last]; ok {
 		return nil // being written: that rewrites it
 	}
-	if err := f.loadBlocks(); err != nil {
-		return err
-	}
-	if _, _, ok := f.locate(last); !ok {
-		return nil // a hole
-	}
-	b := getBlockBuf(f.bs, false)
-	if err := f.readBlock(last, b, false); err != nil {
-		putBlockBuf(b)
-		return err
-	}
 	valid := int(f.size - int64(last)*int64(f.bs))
-	clear(b[valid:])
+	b := getBlockBuf(f.bs, true)
+	if !f.deferPrefix(last, int64(valid)) {
+		if err := f.loadBlocks(); err != nil {
+			putBlockBuf(b)
+			return err
+		}
+		if _, _, ok := f.locate(last); !ok {
+			putBlockBuf(b)
+			return nil // a hole
+		}
+		if err := f.readBlock(last, b, false); err != nil {
+			putBlockBuf(b)
+			return err
+		}
+		clear(b[valid:])
+	}
 	f.dirty[last] = b
 	f.kept[last] = valid
 	return nil

@@ -46,13 +46,19 @@ type File struct {
 	// kept[idx]: how many bytes at the start of dirty block idx are still
 	// the committed version's (written blocks: from their first write on),
 	// so a flush may extend that block in place (extend.go).
-	kept   map[uint64]int
-	resize bool // size changed without data (truncate/extend) and not sent yet
+	kept map[uint64]int
+	// unloaded[idx]: dirty block idx was begun past the end of the file
+	// without reading the committed bytes before (an append that may extend
+	// the block in place needs none); they are fetched from there if they
+	// are needed after all (prefix.go).
+	unloaded map[uint64]prefixSource
+	resize   bool // size changed without data (truncate/extend) and not sent yet
 	closed bool
 
 	// One flush runs in the background while the next blocks fill up.
-	inflight    map[uint64][]byte
-	inflightErr chan error
+	inflight         map[uint64][]byte
+	inflightUnloaded map[uint64]prefixSource
+	inflightErr      chan error
 	failed      error // a background flush failed: the file is unusable
 
 	cacheIdx uint64 // last block read, for small sequential reads
@@ -116,7 +122,7 @@ func (tx *Txn) openInfo(ctx context.Context, path string, fi FileInfo) (*File, e
 	default:
 		return nil, &Error{Code: ErrorCode(wire.ErrCodeInvalid), Msg: path + ": not a regular file"}
 	}
-	f := &File{tx: tx, ctx: ctx, path: path, ino: fi.Ino, bs: fi.Blocksize, size: fi.Size, dirty: map[uint64][]byte{}, kept: map[uint64]int{}, FlushBlocks: 64}
+	f := &File{tx: tx, ctx: ctx, path: path, ino: fi.Ino, bs: fi.Blocksize, size: fi.Size, dirty: map[uint64][]byte{}, kept: map[uint64]int{}, unloaded: map[uint64]prefixSource{}, FlushBlocks: 64}
 	tx.mu.Lock()
 	tx.files = append(tx.files, f)
 	tx.mu.Unlock()
@@ -210,13 +216,11 @@ func (f *File) locate(idx uint64) (locs []location, crc uint32, ok bool) {
 // source is where block idx's bytes come from: copied already (buffered
 // writes, a hole) or the replicas to read. Called with f.mu held.
 func (f *File) source(idx uint64, buf []byte) (locs []location, crc uint32, done bool, err error) {
-	if b, ok := f.dirty[idx]; ok {
-		copy(buf, b)
-		return nil, 0, true, nil
-	}
-	if b, ok := f.inflight[idx]; ok {
-		copy(buf, b)
-		return nil, 0, true, nil
+	if b, ok, err := f.buffered(idx); err != nil || ok {
+		if ok {
+			copy(buf, b)
+		}
+		return nil, 0, ok, err
 	}
 	if err := f.waitFlush(); err != nil {
 		return nil, 0, false, err
@@ -324,9 +328,11 @@ func (f *File) readAt(p []byte, off int64) (int, error) {
 		idx := uint64(off / int64(f.bs))
 		in := int(off % int64(f.bs))
 		want := min(len(p)-n, f.bs-in, int(f.size-off))
-		if b, ok := f.dirty[idx]; ok {
-			copy(p[n:n+want], b[in:])
-		} else if b, ok := f.inflight[idx]; ok {
+		b, buffered, err := f.buffered(idx)
+		if err != nil {
+			return n, err
+		}
+		if buffered {
 			copy(p[n:n+want], b[in:])
 		} else if f.cache != nil && f.cacheIdx == idx {
 			copy(p[n:n+want], f.cache[in:])
@@ -536,11 +542,19 @@ func (f *File) writeAt(p []byte, off int64) (int, error) {
 		in := int(off % int64(f.bs))
 		m := min(len(p)-n, f.bs-in)
 		b, ok := f.dirty[idx]
+		if ok && in < f.bs {
+			if err := f.loadPrefixBefore(idx, in); err != nil {
+				return n, err
+			}
+		}
 		if !ok {
 			f.kept[idx] = f.bs
 			b = getBlockBuf(f.bs, m < f.bs)
 			blockStart := int64(idx) * int64(f.bs)
-			if m < f.bs && blockStart < f.size {
+			if m < f.bs && blockStart < f.size && f.deferPrefix(idx, int64(in)) {
+				// An append into the last block: its committed bytes are
+				// read only if they are needed (prefix.go).
+			} else if m < f.bs && blockStart < f.size {
 				// Partial write of an existing block: copy on write.
 				if err := f.readBlock(idx, b, false); err != nil {
 					putBlockBuf(b)
@@ -596,6 +610,7 @@ func (f *File) appendBlock(buf []byte, n int) error {
 		putBlockBuf(old)
 	}
 	delete(f.ahead, idx)
+	delete(f.unloaded, idx)
 	f.dirty[idx] = buf
 	f.kept[idx] = 0
 	f.pos += int64(n)
@@ -701,13 +716,13 @@ func (f *File) startFlush(ctx context.Context) error {
 		}
 		return nil
 	}
-	batch, kept, size := f.dirty, f.kept, f.size
-	f.dirty, f.kept = map[uint64][]byte{}, map[uint64]int{}
+	batch, kept, unl, size := f.dirty, f.kept, f.unloaded, f.size
+	f.dirty, f.kept, f.unloaded = map[uint64][]byte{}, map[uint64]int{}, map[uint64]prefixSource{}
 	f.resize = false
-	f.inflight = batch
+	f.inflight, f.inflightUnloaded = batch, unl
 	done := make(chan error, 1)
 	f.inflightErr = done
-	go func() { done <- f.writeBatch(ctx, batch, kept, size) }()
+	go func() { done <- f.writeBatch(ctx, batch, kept, unl, size) }()
 	return nil
 }
 
@@ -724,7 +739,7 @@ func (f *File) waitFlush() error {
 	for _, b := range f.inflight {
 		putBlockBuf(b)
 	}
-	f.inflight = nil
+	f.inflight, f.inflightUnloaded = nil, nil
 	f.loaded = false
 	if err != nil {
 		f.failed = err
@@ -734,8 +749,8 @@ func (f *File) waitFlush() error {
 
 // writeBatch writes blocks (of a file of the given size) and attaches them
 // to the file in the transaction.
-func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, kept map[uint64]int, size int64) error {
-	written, err := f.writeBlocks(ctx, batch, kept, size)
+func (f *File) writeBatch(ctx context.Context, batch map[uint64][]byte, kept map[uint64]int, unl map[uint64]prefixSource, size int64) error {
+	written, err := f.writeBlocks(ctx, batch, kept, unl, size)
 	if err != nil {
 		return err
 	}
@@ -771,10 +786,10 @@ func (f *File) flushData(ctx context.Context) (*wire.Request, error) {
 		}
 		return nil, nil
 	}
-	batch, kept, size := f.dirty, f.kept, f.size
-	f.dirty, f.kept = map[uint64][]byte{}, map[uint64]int{}
+	batch, kept, unl, size := f.dirty, f.kept, f.unloaded, f.size
+	f.dirty, f.kept, f.unloaded = map[uint64][]byte{}, map[uint64]int{}, map[uint64]prefixSource{}
 	f.resize = false
-	written, err := f.writeBlocks(ctx, batch, kept, size)
+	written, err := f.writeBlocks(ctx, batch, kept, unl, size)
 	for _, b := range batch {
 		putBlockBuf(b)
 	}
@@ -788,7 +803,7 @@ func (f *File) flushData(ctx context.Context) (*wire.Request, error) {
 
 // writeBlocks writes blocks (of a file of the given size) to the
 // datanodes and returns their extents, not yet attached to the file.
-func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, kept map[uint64]int, size int64) ([]wire.Extent, error) {
+func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, kept map[uint64]int, unl map[uint64]prefixSource, size int64) ([]wire.Extent, error) {
 	idxs := make([]uint64, 0, len(batch))
 	var written []wire.Extent
 	for i := range batch {
@@ -796,6 +811,12 @@ func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, kept ma
 			if x, ok := f.extendBlock(ctx, i, batch[i], kept[i], size); ok {
 				written = append(written, x)
 				continue
+			}
+		}
+		if src, ok := unl[i]; ok {
+			// Copy on write after all: the committed bytes are needed.
+			if err := f.fetchPrefix(i, src, batch[i]); err != nil {
+				return nil, err
 			}
 		}
 		idxs = append(idxs, i)
@@ -893,7 +914,7 @@ func (f *File) abandon() {
 	for _, b := range f.dirty {
 		putBlockBuf(b)
 	}
-	f.dirty, f.kept = map[uint64][]byte{}, map[uint64]int{}
+	f.dirty, f.kept, f.unloaded = map[uint64][]byte{}, map[uint64]int{}, map[uint64]prefixSource{}
 	f.closed = true
 	f.mu.Unlock()
 	f.aheadWG.Wait()

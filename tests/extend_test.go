@@ -209,3 +209,69 @@ func TestUncommittedExtensionStaysHidden(t *testing.T) {
 	}
 	fsckClean(t, cl)
 }
+
+// TestAppendThenUseTheBlock: an append leaves the block's committed bytes
+// unread; reading the block in the same transaction, writing before the
+// append in it, truncating, and a second flush in one transaction (which
+// copies on write: one extension per transaction) all see those bytes.
+func TestAppendThenUseTheBlock(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	cl := c.Client(client.Config{NoShortCircuit: true})
+	defer cl.Close()
+	ctx := context.Background()
+	bs := int(c.Opts.Blocksize)
+	base := randBytes(bs+30000, 7)
+	cases := []struct {
+		name string
+		do   func(f *client.File, want []byte) []byte
+	}{
+		{"read back before the flush", func(f *client.File, want []byte) []byte {
+			got := make([]byte, 200)
+			_, err := f.ReadAt(got, int64(bs+29900))
+			mustOK(t, "read back", err)
+			if !bytes.Equal(got, want[bs+29900:bs+30100]) {
+				t.Errorf("read back before the flush: other bytes than the file holds")
+			}
+			return want
+		}},
+		{"write before the append", func(f *client.File, want []byte) []byte {
+			_, err := f.WriteAt([]byte("early"), int64(bs+100))
+			mustOK(t, "write before", err)
+			copy(want[bs+100:], "early")
+			return want
+		}},
+		{"truncate", func(f *client.File, want []byte) []byte {
+			mustOK(t, "truncate", f.Truncate(int64(bs+20000)))
+			return want[:bs+20000]
+		}},
+		{"two flushes", func(f *client.File, want []byte) []byte {
+			mustOK(t, "flush", f.Flush(ctx))
+			more := randBytes(300, 8)
+			_, err := f.WriteAt(more, int64(len(want)))
+			mustOK(t, "second append", err)
+			return append(want, more...)
+		}},
+	}
+	for i, tc := range cases {
+		path := fmt.Sprintf("/use%d", i)
+		writeRep2(t, cl, path, base)
+		want := bytes.Clone(base)
+		mustOK(t, tc.name, cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			want = bytes.Clone(base)
+			f, err := tx.Open(ctx, path)
+			if err != nil {
+				return err
+			}
+			add := randBytes(100, uint64(20+i))
+			if _, err := f.WriteAt(add, f.Size()); err != nil {
+				return err
+			}
+			want = tc.do(f, append(want, add...))
+			return nil
+		}))
+		if got := readWhole(t, cl, path); !bytes.Equal(got, want) {
+			t.Errorf("%s: the file reads %d bytes, other than the %d expected", tc.name, len(got), len(want))
+		}
+	}
+	fsckClean(t, cl)
+}
