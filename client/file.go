@@ -53,13 +53,13 @@ type File struct {
 	// are needed after all (prefix.go).
 	unloaded map[uint64]prefixSource
 	resize   bool // size changed without data (truncate/extend) and not sent yet
-	closed bool
+	closed   bool
 
 	// One flush runs in the background while the next blocks fill up.
 	inflight         map[uint64][]byte
 	inflightUnloaded map[uint64]prefixSource
 	inflightErr      chan error
-	failed      error // a background flush failed: the file is unusable
+	failed           error // a background flush failed: the file is unusable
 
 	cacheIdx uint64 // last block read, for small sequential reads
 	cache    []byte
