@@ -458,7 +458,25 @@ type SetAttr struct {
 
 // SetAttr changes attributes of inode ino.
 func (tx *Txn) SetAttr(ctx context.Context, ino uint64, s SetAttr) (FileInfo, error) {
-	if s.Size != nil && !tx.auto {
+	if s.Size != nil && tx.auto {
+		// One request cannot rewrite the partial last block a size change
+		// needs (see Truncate): a transaction of its own does it all.
+		if tx.ended {
+			return FileInfo{}, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
+		}
+		tx.ended = true
+		inner := &Txn{c: tx.c, id: tx.c.nextTx.Add(1), async: tx.async}
+		fi, err := inner.SetAttr(ctx, ino, s)
+		if err != nil {
+			inner.Abort(ctx)
+			return FileInfo{}, err
+		}
+		if err := inner.Commit(ctx); err != nil {
+			return FileInfo{}, err
+		}
+		return fi, nil
+	}
+	if s.Size != nil {
 		// A size change goes through the file, which zeroes the rest of a
 		// partial last block (see Truncate).
 		if err := tx.Truncate(ctx, ino, *s.Size); err != nil {

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"testing"
 
@@ -42,5 +43,45 @@ func TestBareTruncateThenExtendReadsZeros(t *testing.T) {
 			i++
 		}
 		t.Fatalf("after shrinking to 1000 and extending to 70000, byte %d differs (old data came back)", i)
+	}
+}
+
+// TestAutoSizeChangeReadsZeros: a size change through an Auto transaction
+// (one request, committed with it) also goes through the file: shrinking
+// and growing again reads zeros past the cut, and growing past an append
+// that was never committed does not bring its bytes back.
+func TestAutoSizeChangeReadsZeros(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	data := randBytes(100000, 11)
+	mustOK(t, "write", libTarget{cl, "/"}.writeFile("f", data))
+	fi, err := cl.Lookup(ctx, "/f")
+	mustOK(t, "lookup", err)
+	size := func(n int64, d client.Durability) {
+		t.Helper()
+		got, err := cl.Auto(d).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
+		mustOK(t, fmt.Sprintf("auto size %d", n), err)
+		if got.Size != n {
+			t.Fatalf("auto size %d: the answer says %d", n, got.Size)
+		}
+	}
+	size(1000, client.Durable)
+	size(70000, client.Async)
+	want := append(bytes.Clone(data[:1000]), make([]byte, 69000)...)
+	if got := readWhole(t, cl, "/f"); !bytes.Equal(got, want) {
+		t.Fatal("after an auto shrink to 1000 and growth to 70000, old bytes came back")
+	}
+	// A committed append (block 1 was a hole), one flushed and aborted
+	// (it extends block 1 in place), then an auto growth past them.
+	add := randBytes(100, 12)
+	appendTo(t, cl, "/f", add, false)
+	want = append(want, add...)
+	appendTo(t, cl, "/f", bytes.Repeat([]byte{0xAB}, 3000), true)
+	size(200000, client.Durable)
+	want = append(want, make([]byte, 200000-len(want))...)
+	if got := readWhole(t, cl, "/f"); !bytes.Equal(got, want) {
+		t.Fatal("after an aborted append and an auto growth, the file reads other bytes than zeros past its end")
 	}
 }
