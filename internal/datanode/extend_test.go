@@ -170,3 +170,56 @@ func allZero(b []byte) bool {
 	}
 	return true
 }
+
+// TestReadersOfOlderVersionsDuringExtension: while a block grows by one
+// append after another, readers of every earlier version read it without
+// an error and get exactly its bytes.
+func TestReadersOfOlderVersionsDuringExtension(t *testing.T) {
+	st := newExtVolume(t)
+	const gen = 5
+	content := pattern(3000, 2)
+	if err := st.Write(4, content, Checksum(content, extBS), gen); err != nil {
+		t.Fatal(err)
+	}
+	type version struct {
+		n   int
+		crc uint32
+	}
+	versions := make(chan version, 1024)
+	versions <- version{len(content), Checksum(content, extBS)}
+	full := pattern(extBS, 2) // every version is a prefix of this
+	copy(full, content)
+	done := make(chan error, 1)
+	go func() {
+		defer close(versions)
+		n, crc := len(content), Checksum(content, extBS)
+		for n+301 < extBS {
+			add := full[n : n+301]
+			next := Checksum(full[:n+301], extBS)
+			if err := st.Extend(4, n, add, crc, next, gen); err != nil {
+				done <- err
+				return
+			}
+			n, crc = n+301, next
+			versions <- version{n, crc}
+		}
+		done <- nil
+	}()
+	var seen []version
+	buf := make([]byte, extBS)
+	for v := range versions {
+		seen = append(seen, v)
+		// The first version, one in the middle and the newest.
+		for _, old := range []version{seen[0], seen[len(seen)/2], v} {
+			if err := st.ReadPrefix(4, buf, NoTicket, old.n, old.crc); err != nil {
+				t.Fatalf("reader of the %d-byte version: %v", old.n, err)
+			}
+			if !bytes.Equal(buf[:old.n], full[:old.n]) || !allZero(buf[old.n:]) {
+				t.Fatalf("reader of the %d-byte version got other bytes", old.n)
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("extend: %v", err)
+	}
+}
