@@ -548,6 +548,7 @@ func (f *File) writeAt(p []byte, off int64) (int, error) {
 			}
 		}
 		if !ok {
+			delete(f.unloaded, idx) // only dirty blocks have their bytes elsewhere
 			f.kept[idx] = f.bs
 			b = getBlockBuf(f.bs, m < f.bs)
 			blockStart := int64(idx) * int64(f.bs)
@@ -646,7 +647,12 @@ func (f *File) Truncate(size int64) error {
 			if idx >= keep {
 				delete(f.dirty, idx)
 				delete(f.kept, idx)
+				delete(f.unloaded, idx)
 			} else if end := size - int64(idx)*int64(f.bs); end < int64(f.bs) {
+				// The committed bytes first: the cut applies to them too.
+				if err := f.loadPrefix(idx); err != nil {
+					return err
+				}
 				clear(b[end:])
 				f.kept[idx] = min(f.kept[idx], int(end))
 			}

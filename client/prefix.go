@@ -1,5 +1,7 @@
 package client
 
+import "fmt"
+
 // Appends without reading the block they append to.
 //
 // A write into an existing block normally reads the block first (copy on
@@ -17,6 +19,7 @@ type prefixSource struct {
 	valid int
 	locs  []location
 	crc   uint32
+	err   error // why there are no locations (the block list was refused)
 }
 
 // deferPrefix decides, for a write at in of block idx (not dirty yet,
@@ -36,7 +39,12 @@ func (f *File) deferPrefix(idx uint64, in int64) bool {
 		return false
 	}
 	if err := f.loadBlocks(); err != nil {
-		return false
+		// A file one may write but not read (no block list): an append
+		// can still extend its last block, which needs no read; were the
+		// extension refused, the bytes could not be fetched (fetchPrefix
+		// says so), as a copy could not be read before either.
+		f.unloaded[idx] = prefixSource{valid: int(valid), err: err}
+		return true
 	}
 	locs, crc, ok := f.locate(idx)
 	if !ok {
@@ -49,6 +57,9 @@ func (f *File) deferPrefix(idx uint64, in int64) bool {
 // fetchPrefix reads the committed bytes of a dirty block into its buffer b
 // (whose bytes before src.valid were never written). It needs no lock.
 func (f *File) fetchPrefix(idx uint64, src prefixSource, b []byte) error {
+	if src.err != nil {
+		return fmt.Errorf("%s: block %d must be copied, and its bytes cannot be read: %w", f.path, idx, src.err)
+	}
 	tmp := getBlockBuf(f.bs, false)
 	defer putBlockBuf(tmp)
 	if err := f.fetch(idx, src.locs, src.crc, tmp); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clustertest"
 )
 
@@ -167,14 +168,23 @@ func TestUncommittedExtensionStaysHidden(t *testing.T) {
 	}
 	fsckClean(t, cl)
 
+	// The next append finds the block holding more than its committed
+	// version: it copies the block, into a clean one; the one after that
+	// extends the copy in place again.
 	add := randBytes(10, 6)
 	appendTo(t, cl, "/f", add, false)
-	if after := blocksOf(t, cl, "/f"); after[0] != before[0] {
-		t.Fatalf("the append after an aborted one copied the block (%s → %s)", before[0], after[0])
+	copied := blocksOf(t, cl, "/f")
+	if copied[0] == before[0] {
+		t.Fatalf("the append after an aborted one extended the block (%s) over the aborted bytes", before[0])
 	}
-	want := append(bytes.Clone(data), add...)
+	add2 := randBytes(20, 7)
+	appendTo(t, cl, "/f", add2, false)
+	if after := blocksOf(t, cl, "/f"); after[0] != copied[0] {
+		t.Fatalf("the append after the copy copied again (%s → %s)", copied[0], after[0])
+	}
+	want := append(append(bytes.Clone(data), add...), add2...)
 	if got := readWhole(t, cl, "/f"); !bytes.Equal(got, want) {
-		t.Fatal("the append after an aborted one reads other bytes")
+		t.Fatal("the appends after an aborted one read other bytes")
 	}
 
 	// Another aborted extension, then the file grows past the block.
@@ -274,4 +284,89 @@ func TestAppendThenUseTheBlock(t *testing.T) {
 		}
 	}
 	fsckClean(t, cl)
+}
+
+// TestAppendTruncateWrite: an append whose block's committed bytes were
+// left unread, a truncate below them, and a write where the append was:
+// the file holds the write, not the committed bytes the truncate cut
+// (found by review: the unread prefix was fetched over the new bytes).
+func TestAppendTruncateWrite(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	ctx := context.Background()
+	bs := int(c.Opts.Blocksize)
+	for _, noSC := range []bool{true, false} {
+		cl := c.Client(client.Config{NoShortCircuit: noSC})
+		path := fmt.Sprintf("/t%v", noSC)
+		base := randBytes(bs+100, 11)
+		writeRep2(t, cl, path, base)
+		y := []byte("YYYYY")
+		mustOK(t, "append, truncate, write", cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			f, err := tx.Open(ctx, path)
+			if err != nil {
+				return err
+			}
+			if _, err := f.WriteAt([]byte("appended"), int64(bs+100)); err != nil {
+				return err
+			}
+			if err := f.Truncate(int64(bs)); err != nil {
+				return err
+			}
+			_, err = f.WriteAt(y, int64(bs))
+			return err
+		}))
+		if got := readWhole(t, cl, path); !bytes.Equal(got, append(bytes.Clone(base[:bs]), y...)) {
+			t.Errorf("short-circuit off=%v: the file ends in %q, want %q", noSC, got[bs:], y)
+		}
+		cl.Close()
+	}
+}
+
+// TestWriteOnlyFileGrows: a user who may write a file but not read it can
+// append to it and grow it (a write further on, a size change), as before
+// appends extended blocks in place (found by review: growing the file
+// asked for the block list, which she may not have).
+func TestWriteOnlyFileGrows(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	alice := c.Client(client.Config{CredentialFile: c.IssueCredential("alice", auth.RoleUser)})
+	defer alice.Close()
+	ctx := context.Background()
+	data := randBytes(100, 13)
+	mustOK(t, "create", admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		f, err := tx.CreateFile(ctx, "/wo", client.CreateOptions{Mode: 0o622, Rep: 2})
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		return err
+	}))
+	fi, err := admin.Lookup(ctx, "/wo")
+	mustOK(t, "lookup", err)
+	mustOK(t, "alice appends", alice.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		f, err := tx.OpenInode(ctx, fi.Ino)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteAt([]byte("more"), 100)
+		return err
+	}))
+	mustOK(t, "alice writes further on", alice.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		f, err := tx.OpenInode(ctx, fi.Ino)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteAt([]byte("x"), 200000)
+		return err
+	}))
+	n := int64(300000)
+	_, err = alice.Auto(client.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
+	mustOK(t, "alice grows it", err)
+	want := make([]byte, n)
+	copy(want, data)
+	copy(want[100:], "more")
+	want[200000] = 'x'
+	if got := readWhole(t, admin, "/wo"); !bytes.Equal(got, want) {
+		t.Fatal("the write-only file reads other bytes than alice wrote")
+	}
 }

@@ -17,18 +17,25 @@ import (
 // they allow writing only at offsets at or past the block's committed
 // length, so every committed version of the block (each a prefix of the
 // current one) keeps its bytes, and a reader of an older version checks
-// only its own prefix (ReadPrefix). Bytes an extension wrote but nobody
-// committed (the transaction aborted, the client died, a power cut before
-// the commit) stay past the committed length, where no reader looks; the
-// next extension overwrites them, and a client that grows the file past
-// such a block by other means rewrites the block (client.File).
+// only its own prefix (ReadPrefix).
+//
+// An extension applies only to the version it names (base, the checksum
+// the block's entry must hold): a request that arrives late, after another
+// extension was applied (its transaction ended, its ticket not yet
+// revoked), is refused instead of overwriting what the other one wrote and
+// committed; so is one after an extension that was never committed (its
+// bytes past the committed length, or an entry a power cut tore): the
+// client then copies on write, into a clean block. An extension never
+// writes before its offset, which is never past what is on disk (a
+// version whose committed zeros are not on disk is copied instead), so a
+// power cut between its data and its entry cannot touch committed bytes.
 
-// Extend writes data at offset off of block, which holds the version whose
-// checksum is base (its first off bytes, zero-padded), and records crc,
-// the checksum of the result, after checking it: the result is the block's
-// first off bytes, then data, then zeros. gen is the generation of the
-// append ticket, which must be the block's own (the allocation that wrote
-// it); NoTicket skips the check.
+// Extend writes data at offset off of block, which must hold the version
+// whose checksum is base (its first off bytes, zero-padded), and records
+// crc, the checksum of the result, after checking it: the result is the
+// block's first off bytes, then data, then zeros. gen is the generation of
+// the append ticket, which must be the block's own (the allocation that
+// wrote it); NoTicket skips the check.
 func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32, gen uint64) error {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
@@ -53,64 +60,32 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 		return fmt.Errorf("%w: block %d holds generation %#x, not the %#x of the allocation the ticket extends", auth.ErrTicketRange, block, stored, gen)
 	}
 	nOld := bs - int(tail)
-	at := int64(block) * int64(bs)
-	// The bytes the extension replaces, [off, nOld): usually less than a
-	// page (the zeros after the last append), so checking the result costs
-	// what the append writes.
-	var old []byte
-	if nOld > off {
-		old = make([]byte, nOld-off)
-		if _, err := s.data.ReadAt(old, at+int64(off)); err != nil {
-			return err
-		}
+	if have != base || off > nOld {
+		return fmt.Errorf("%w: block %d of volume %s does not hold the version the append extends (checksum %08x, %d bytes): copy it instead", ErrChecksum, block, s.Config.Identity, base, off)
 	}
-	got := have ^ blockcrc.Placed(off, old, bs) ^ blockcrc.Placed(off, data, bs)
-	if got != crc {
-		// The recorded checksum does not lead to the writer's: bytes past
-		// the committed length from an extension that was not committed
-		// (whose entry may be torn), or another version. Check the
-		// committed prefix itself.
-		c, err := s.prefixCRC(block, min(off, nOld))
-		if err != nil {
-			return err
-		}
-		c = blockcrc.ZeroExtend(c, uint64(off-min(off, nOld)))
-		if blockcrc.ZeroExtend(c, uint64(bs-off)) != base {
-			return fmt.Errorf("%w: block %d of volume %s does not hold the version the append extends (its first %d bytes, checksum %08x)", ErrChecksum, block, s.Config.Identity, off, base)
-		}
-		got = blockcrc.ZeroExtend(blockcrc.Update(c, data), uint64(bs-end))
-		if got != crc {
-			return fmt.Errorf("%w: append to block %d received with CRC %08x, sender computed %08x", ErrChecksum, block, got, crc)
-		}
+	// The block holds base's bytes before off and zeros after: the result's
+	// checksum follows from base and data alone (blockcrc.Placed), so
+	// checking it costs what the append writes.
+	if got := base ^ blockcrc.Placed(off, data, bs) ^ blockcrc.ZeroExtend(0, uint64(bs)); got != crc {
+		return fmt.Errorf("%w: append to block %d received with CRC %08x, sender computed %08x", ErrChecksum, block, got, crc)
 	}
 	// Zeros after the data up to the end of what is on disk (and of the
-	// data's last page): nothing of an earlier, uncommitted extension stays.
-	// Zeros before it too, from the end of what was on disk: those bytes
-	// read as zeros until now, whatever the disk held. Without data (a
-	// file grown by zeros: the writer sends none) only what was on disk
-	// past off is cleared, and the block stays as short as it was.
-	from, n := min(off, nOld), nOld
-	if len(data) > 0 {
-		n = max(nOld, onDisk(end, bs))
+	// data's last page). Without data (a file grown by zeros: the writer
+	// sends none) the block stays as it is.
+	n := max(nOld, onDisk(end, bs))
+	if len(data) == 0 {
+		n = nOld
 	}
-	if n > from {
-		buf := make([]byte, n-from)
-		copy(buf[off-from:], data)
-		if _, err := s.data.WriteAt(buf, at+int64(from)); err != nil {
+	if n > off {
+		buf := make([]byte, n-off)
+		copy(buf, data)
+		at := int64(block)*int64(bs) + int64(off)
+		if _, err := s.data.WriteAt(buf, at); err != nil {
 			return err
 		}
-		unix.SyncFileRange(int(s.data.Fd()), at+int64(from), int64(len(buf)), unix.SYNC_FILE_RANGE_WRITE)
+		unix.SyncFileRange(int(s.data.Fd()), at, int64(len(buf)), unix.SYNC_FILE_RANGE_WRITE)
 	}
 	return s.record(block, crc, gen, uint32(bs-n))
-}
-
-// prefixCRC returns the CRC32C of block's first n bytes (not padded).
-func (s *BlockStore) prefixCRC(block uint64, n int) (uint32, error) {
-	buf := make([]byte, n)
-	if _, err := s.data.ReadAt(buf, int64(block)*int64(s.Config.Blocksize)); err != nil {
-		return 0, err
-	}
-	return blockcrc.Update(0, buf), nil
 }
 
 // ReadPrefix reads the first valid bytes of block into buf (len ≥

@@ -81,11 +81,14 @@ func TestExtendInPlace(t *testing.T) {
 	}
 }
 
-// TestExtendOverUncommitted: bytes of an extension nobody committed do not
-// hinder the next extension of the committed version, which zeroes them;
-// an extension of another version, a checksum that does not match, another
-// generation are refused.
-func TestExtendOverUncommitted(t *testing.T) {
+// TestExtendOnlyTheVersionNamed: an extension applies only to the version
+// its base names. After an extension nobody committed, an extension of the
+// committed version is refused (the client copies the block instead), and
+// so is a late request for a version another extension has grown since
+// (it would overwrite what that one wrote); readers of the committed
+// versions keep reading them. A wrong checksum, another generation, past
+// the block's end: refused.
+func TestExtendOnlyTheVersionNamed(t *testing.T) {
 	st := newExtVolume(t)
 	const gen = 9
 	v1 := pattern(10000, 1)
@@ -93,72 +96,86 @@ func TestExtendOverUncommitted(t *testing.T) {
 	if err := st.Write(1, v1, base, gen); err != nil {
 		t.Fatal(err)
 	}
-	// Extended by 9000 bytes, never committed.
-	junk := pattern(9000, 5)
-	if err := st.Extend(1, len(v1), junk, base, Checksum(append(bytes.Clone(v1), junk...), extBS), gen); err != nil {
+	// Grown by 3000 bytes and committed, then a late request for v1.
+	a2 := pattern(3000, 5)
+	v2 := append(bytes.Clone(v1), a2...)
+	if err := st.Extend(1, len(v1), a2, base, Checksum(v2, extBS), gen); err != nil {
 		t.Fatal(err)
 	}
-	// The committed version extended again, by less.
+	late := pattern(10, 3)
+	if err := st.Extend(1, len(v1), late, base, Checksum(append(bytes.Clone(v1), late...), extBS), gen); !errors.Is(err, ErrChecksum) {
+		t.Errorf("a late extension of the older version: %v, want refused", err)
+	}
+	buf := make([]byte, extBS)
+	if err := st.ReadPrefix(1, buf, NoTicket, len(v2), Checksum(v2, extBS)); err != nil || !bytes.Equal(buf[:len(v2)], v2) {
+		t.Fatalf("the committed second version after a late extension: %v", err)
+	}
+	// Grown again, never committed; the committed v2 cannot be extended
+	// now, and stays readable.
+	junk := pattern(9000, 5)
+	if err := st.Extend(1, len(v2), junk, Checksum(v2, extBS), Checksum(append(bytes.Clone(v2), junk...), extBS), gen); err != nil {
+		t.Fatal(err)
+	}
 	add := pattern(30, 8)
-	v2 := append(bytes.Clone(v1), add...)
-	if err := st.Extend(1, len(v1), add, base, Checksum(v2, extBS), gen); err != nil {
-		t.Fatalf("extend over uncommitted bytes: %v", err)
+	v3 := append(bytes.Clone(v2), add...)
+	if err := st.Extend(1, len(v2), add, Checksum(v2, extBS), Checksum(v3, extBS), gen); !errors.Is(err, ErrChecksum) {
+		t.Errorf("extension over an uncommitted one: %v, want refused", err)
 	}
-	want := make([]byte, extBS)
-	copy(want, v2)
-	if got := readAll(t, st, 1); !bytes.Equal(got, want) {
-		t.Fatal("bytes of the uncommitted extension survived")
+	if err := st.ReadPrefix(1, buf, NoTicket, len(v2), Checksum(v2, extBS)); err != nil || !bytes.Equal(buf[:len(v2)], v2) {
+		t.Fatalf("the committed version after refusals: %v", err)
 	}
-	// Refusals.
-	other := pattern(10000, 2)
-	if err := st.Extend(1, len(v2), add, Checksum(other, extBS), Checksum(append(bytes.Clone(other), add...), extBS), gen); !errors.Is(err, ErrChecksum) {
-		t.Errorf("extension of another version: %v", err)
+	// Other refusals, on a clean block.
+	if err := st.Write(2, v1, base, gen); err != nil {
+		t.Fatal(err)
 	}
-	if err := st.Extend(1, len(v2), add, Checksum(v2, extBS), 12345, gen); !errors.Is(err, ErrChecksum) {
+	if err := st.Extend(2, len(v1), add, base, 12345, gen); !errors.Is(err, ErrChecksum) {
 		t.Errorf("wrong result checksum: %v", err)
 	}
-	v3 := append(bytes.Clone(v2), add...)
-	if err := st.Extend(1, len(v2), add, Checksum(v2, extBS), Checksum(v3, extBS), gen+1); !errors.Is(err, auth.ErrTicketRange) {
+	v1a := append(bytes.Clone(v1), add...)
+	if err := st.Extend(2, len(v1), add, base, Checksum(v1a, extBS), gen+1); !errors.Is(err, auth.ErrTicketRange) {
 		t.Errorf("newer generation than the block's: %v", err)
 	}
-	if err := st.Extend(1, len(v2), add, Checksum(v2, extBS), Checksum(v3, extBS), gen-1); !errors.Is(err, auth.ErrTicketStale) {
+	if err := st.Extend(2, len(v1), add, base, Checksum(v1a, extBS), gen-1); !errors.Is(err, auth.ErrTicketStale) {
 		t.Errorf("older generation than the block's: %v", err)
 	}
-	if err := st.Extend(1, extBS-10, add, Checksum(v2, extBS), 0, gen); err == nil {
+	if err := st.Extend(2, extBS-10, add, base, 0, gen); err == nil {
 		t.Error("extension past the block's end accepted")
 	}
-	if got := readAll(t, st, 1); !bytes.Equal(got, want) {
+	want := make([]byte, extBS)
+	copy(want, v1)
+	if got := readAll(t, st, 2); !bytes.Equal(got, want) {
 		t.Fatal("a refused extension changed the block")
 	}
 }
 
-// TestExtendAfterShortWrite: a block written short (its tail not on disk)
-// and extended past its data's last page reads zeros between, whatever the
-// disk held there before.
-func TestExtendAfterShortWrite(t *testing.T) {
+// TestExtendBeyondWhatIsOnDisk: a version whose committed length lies past
+// the bytes on disk (grown by zeros the writer did not send) is not
+// extended there: the extension would write below its offset, where a
+// power cut could leave the block's earlier life under an entry that
+// counts it as the committed zeros.
+func TestExtendBeyondWhatIsOnDisk(t *testing.T) {
 	st := newExtVolume(t)
 	const gen = 3
-	full := pattern(extBS, 4) // the block's earlier life
-	if err := st.Write(0, full, Checksum(full, extBS), gen); err != nil {
+	v1 := pattern(100, 6)
+	c1 := Checksum(v1, extBS)
+	if err := st.Write(0, v1, c1, gen); err != nil {
 		t.Fatal(err)
 	}
-	v1 := pattern(100, 6) // reallocated and written short
-	if err := st.Write(0, v1, Checksum(v1, extBS), gen+1); err != nil {
-		t.Fatal(err)
+	// Grown to 20000 bytes by zeros: nothing sent, the block unchanged.
+	if err := st.Extend(0, 100, nil, c1, c1, gen); err != nil {
+		t.Fatalf("growth by zeros: %v", err)
 	}
-	// Committed length 100, but the append lands at 20000 (the file grew
-	// with a hole): 100..20000 must read as zeros.
 	add := pattern(10, 1)
 	v2 := make([]byte, 20010)
 	copy(v2, v1)
 	copy(v2[20000:], add)
-	if err := st.Extend(0, 20000, add, Checksum(v1, extBS), Checksum(v2, extBS), gen+1); err != nil {
-		t.Fatal(err)
+	if err := st.Extend(0, 20000, add, c1, Checksum(v2, extBS), gen); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("extension past what is on disk: %v, want refused", err)
 	}
 	want := make([]byte, extBS)
-	copy(want, v2)
+	copy(want, v1)
 	if got := readAll(t, st, 0); !bytes.Equal(got, want) {
-		t.Fatal("bytes of the block's earlier life came back")
+		t.Fatal("a refused extension changed the block")
 	}
 }
 

@@ -103,6 +103,9 @@ type run struct {
 	// blocks were allocated for; they may be attached nowhere else. gen
 	// is the allocation's generation.
 	ino, index, gen uint64
+	// Extensions in place only: attached by setblocks (the block's new
+	// version is part of the transaction).
+	attached bool
 }
 
 // Namenode is the metadata service. Create it with New and serve

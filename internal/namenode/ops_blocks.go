@@ -116,6 +116,14 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 			return nil, fail(wire.ErrCodeInvalid, "extend: inode %d was written in this transaction already", q.Ino)
 		}
 	}
+	for _, r := range tx.extended {
+		if r.ino == q.Ino {
+			// One extension per transaction: two (two handles of the file)
+			// could reach the datanodes in another order than they are
+			// attached.
+			return nil, fail(wire.ErrCodeInvalid, "extend: inode %d is being extended in this transaction already", q.Ino)
+		}
+	}
 	a, err := n.ns.mutAttr(tx, q.Ino)
 	if err != nil {
 		return nil, err
@@ -165,13 +173,14 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 }
 
 // extendedAs reports whether tx may attach block start of node, extended
-// in place, as file block index of ino.
+// in place, as file block index of ino, and marks it attached.
 func (tx *Txn) extendedAs(node uint32, start, count, ino, index, gen uint64) bool {
 	if count != 1 {
 		return false
 	}
-	for _, r := range tx.extended {
+	for i, r := range tx.extended {
 		if r.node == node && r.start == start && r.ino == ino && r.index == index && r.gen == gen {
+			tx.extended[i].attached = true
 			return true
 		}
 	}
@@ -188,7 +197,7 @@ func (tx *Txn) replaces(node uint32, start, count uint64) bool {
 		return false
 	}
 	for _, r := range tx.extended {
-		if r.node == node && r.start == start {
+		if r.attached && r.node == node && r.start == start {
 			return true
 		}
 	}
