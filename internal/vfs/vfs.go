@@ -64,6 +64,10 @@ type VFS struct {
 	cmu     sync.Mutex
 	attrs   map[uint64]cachedAttr
 	entries map[entryKey]cachedEntry
+	// epoch counts invalidations (guarded by cmu): attributes fetched
+	// while one happened may predate the change it announced, so they are
+	// neither cached nor answered (see GetAttr).
+	epoch uint64
 
 	hmu     sync.Mutex
 	nextFH  uint64
@@ -150,11 +154,26 @@ func (v *VFS) GroupName(gid uint32) string { return v.ids.GroupName(gid) }
 
 // ---- caches
 
-func (v *VFS) putAttr(a Attr) {
+func (v *VFS) putAttr(a Attr) { v.putAttrSince(a, 0, false) }
+
+// attrEpoch returns the invalidation count, to be given to putAttrSince.
+func (v *VFS) attrEpoch() uint64 {
+	v.cmu.Lock()
+	defer v.cmu.Unlock()
+	return v.epoch
+}
+
+// putAttrSince caches a unless, with checked set, an invalidation happened
+// since epoch (a was fetched before it, and may be what it replaced).
+func (v *VFS) putAttrSince(a Attr, epoch uint64, checked bool) {
 	if v.opt.TTL <= 0 || a.Ino == 0 {
 		return
 	}
 	v.cmu.Lock()
+	if checked && v.epoch != epoch {
+		v.cmu.Unlock()
+		return
+	}
 	v.attrs[a.Ino] = cachedAttr{a, time.Now().Add(v.opt.TTL)}
 	if len(v.attrs) > 1<<16 {
 		v.pruneLocked()
@@ -214,6 +233,7 @@ func (v *VFS) cachedEntry(dir uint64, name string) (uint64, bool) {
 // mount).
 func (v *VFS) invalidate(inos ...uint64) {
 	v.cmu.Lock()
+	v.epoch++
 	for _, ino := range inos {
 		delete(v.attrs, ino)
 	}
@@ -293,26 +313,38 @@ func (v *VFS) writable() error {
 
 // GetAttr returns the attributes of inode ino (from the cache if fresh),
 // with the size and mtime of this mount's uncommitted writes.
+//
+// A file of this mount being committed meanwhile (its size, no longer
+// shown from its open state, not yet in the cache) would make attributes
+// fetched before the commit look current: an append-only file would seem
+// to shrink. So attributes fetched across an invalidation are fetched
+// again (a few times; then the last ones are answered, not cached).
 func (v *VFS) GetAttr(ctx context.Context, ino uint64) (Attr, error) {
-	a, ok := v.cachedAttr(ino)
-	if !ok {
-		var err error
-		err = v.auto(ctx, func(tx *client.Txn) error {
-			a, err = tx.Stat(ctx, ino)
-			return err
-		})
-		if err != nil {
-			if errors.Is(err, client.ErrNotFound) {
-				// An open file whose last name went keeps its attributes.
-				if a, ok := v.pinnedAttr(ino); ok {
-					return a, nil
+	for try := 0; ; try++ {
+		epoch := v.attrEpoch()
+		a, ok := v.cachedAttr(ino)
+		if !ok {
+			var err error
+			err = v.auto(ctx, func(tx *client.Txn) error {
+				a, err = tx.Stat(ctx, ino)
+				return err
+			})
+			if err != nil {
+				if errors.Is(err, client.ErrNotFound) {
+					// An open file whose last name went keeps its attributes.
+					if a, ok := v.pinnedAttr(ino); ok {
+						return a, nil
+					}
 				}
+				return Attr{}, err
 			}
-			return Attr{}, err
+			v.putAttrSince(a, epoch, true)
 		}
-		v.putAttr(a)
+		out := v.overlay(a)
+		if try == 3 || v.attrEpoch() == epoch {
+			return out, nil
+		}
 	}
-	return v.overlay(a), nil
 }
 
 // Lookup returns the attributes of name in directory dir.
@@ -327,9 +359,13 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 		}
 		return v.GetAttr(ctx, p)
 	}
+	epoch := v.attrEpoch()
 	if ino, ok := v.cachedEntry(dir, name); ok {
 		if a, ok := v.cachedAttr(ino); ok {
-			return v.overlay(a), nil
+			if out := v.overlay(a); v.attrEpoch() == epoch {
+				return out, nil
+			}
+			return v.GetAttr(ctx, ino) // fetched across an invalidation
 		}
 	}
 	if v.names.absent(ctx, dir, name) {
@@ -347,10 +383,13 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 	if err != nil {
 		return Attr{}, err
 	}
-	v.putAttr(a)
+	v.putAttrSince(a, epoch, true)
 	v.putEntry(dir, name, a.Ino)
 	v.names.note(dir, name)
-	return v.overlay(a), nil
+	if out := v.overlay(a); v.attrEpoch() == epoch {
+		return out, nil
+	}
+	return v.GetAttr(ctx, a.Ino) // fetched across an invalidation
 }
 
 // Parent returns the inode of directory dir's parent (the root's is the
