@@ -13,10 +13,15 @@ import (
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
-// appendTicket seals an append ticket for block from offset from.
+// appendTicket seals an append ticket for block from offset from, with a
+// sequence number past every one the namenode issued.
 func (r *rawDN) appendTicket(block, gen, from uint64) []byte {
+	return r.appendTicketSeq(block, gen, from, 1<<63-1)
+}
+
+func (r *rawDN) appendTicketSeq(block, gen, from, seq uint64) []byte {
 	return (&auth.Ticket{Tag: 1<<60 + block, Node: r.node, Start: block, Count: 1, Append: true, From: from,
-		Expiry: time.Now().Add(time.Hour).Unix(), Gen: gen}).Seal(r.c.Secrets.TicketKey)
+		Expiry: time.Now().Add(time.Hour).Unix(), Gen: gen, Seq: seq}).Seal(r.c.Secrets.TicketKey)
 }
 
 func (r *rawDN) extend(block uint64, ticket []byte, off int, data []byte, base, crc uint32) *wire.DataResp {
@@ -70,6 +75,9 @@ func TestHostileExtend(t *testing.T) {
 	// A checksum that does not match the data, or a base of another version.
 	refused("an extension with a wrong checksum", r.extend(block, tk, len(v1), add, base, blockCRC(v2, r.bs)^1), "checksum")
 	refused("an extension of another version", r.extend(block, tk, len(v1), add, base^1, blockCRC(v2, r.bs)^1), "checksum")
+	// A ticket granted before the datanode registered (sequence number
+	// below the namenode's generation then).
+	refused("an extension with a ticket older than the registration", r.extend(block, r.appendTicketSeq(block, gen, uint64(len(v1)), 1), len(v1), add, base, blockCRC(v2, r.bs)), "older")
 	// Past the block's end.
 	refused("an extension past the block's end", r.extend(block, r.appendTicket(block, gen, uint64(r.bs-10)), r.bs-10, add, base, 0), "block")
 	// The honest extension still works, and reads back.

@@ -41,16 +41,24 @@ type Ticket struct {
 	// block in place: write bytes at offsets ≥ From (its committed length)
 	// and nothing before, so every committed version of the block, a prefix
 	// of it, stays readable. Such a ticket neither reads nor writes whole
-	// blocks.
+	// blocks. In a read ticket, From (if not 0) limits reads of the
+	// ticket's last block, a file's partly filled last block, to its first
+	// From bytes: the version the ticket was issued for.
 	Append bool
 	From   uint64
+	// Seq (append tickets) orders the grants of a block's extensions: a
+	// datanode refuses an append ticket older than one it applied to the
+	// block, or issued before the datanode last registered with the
+	// namenode (it forgets both across restarts), so a ticket whose
+	// transaction ended cannot write over a later extension.
+	Seq uint64
 }
 
 // Wire form: the fields in this order (little-endian; Write and Append
 // share one byte: 0 read, 1 write, 2 append), then the first 16 bytes of
 // the HMAC-SHA256 of all of them. Expiry stays at offset 29 (see
 // TicketExpiry).
-const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 8 + 16
+const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 16
 
 // Ticket kinds, the byte at offset 28.
 const (
@@ -76,7 +84,8 @@ func (t *Ticket) body() []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Expiry))
 	b = binary.LittleEndian.AppendUint64(b, t.Gen)
 	b = binary.LittleEndian.AppendUint64(b, t.MinGen)
-	return binary.LittleEndian.AppendUint64(b, t.From)
+	b = binary.LittleEndian.AppendUint64(b, t.From)
+	return binary.LittleEndian.AppendUint64(b, t.Seq)
 }
 
 // Seal returns the ticket's wire form, MACed with key.
@@ -119,6 +128,7 @@ func OpenTicket(key, b []byte) (*Ticket, error) {
 		Gen:    binary.LittleEndian.Uint64(b[37:]),
 		MinGen: binary.LittleEndian.Uint64(b[45:]),
 		From:   binary.LittleEndian.Uint64(b[53:]),
+		Seq:    binary.LittleEndian.Uint64(b[61:]),
 	}
 	if b[28] > kindAppend {
 		return nil, ErrTicketForged

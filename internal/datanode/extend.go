@@ -36,7 +36,11 @@ import (
 // block's first off bytes, then data, then zeros. gen is the generation of
 // the append ticket, which must be the block's own (the allocation that
 // wrote it); NoTicket skips the check.
-func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32, gen uint64) error {
+//
+// seq is the append ticket's sequence number (auth.Ticket.Seq; 0 without
+// tickets): refused if the store applied a later one to the block, or if
+// it predates the floor (RaiseAppendFloor).
+func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32, gen, seq uint64) error {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
 		return err
@@ -58,6 +62,14 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 			return staleError(block, stored, gen)
 		}
 		return fmt.Errorf("%w: block %d holds generation %#x, not the %#x of the allocation the ticket extends", auth.ErrTicketRange, block, stored, gen)
+	}
+	if gen != NoTicket {
+		s.mu.Lock()
+		floor, last := s.appendFloor, s.appendSeq[block]
+		s.mu.Unlock()
+		if seq < floor || seq < last {
+			return fmt.Errorf("%w: append ticket %#x for block %d is older than the last extension of it (%#x) or than this datanode's registration (%#x)", auth.ErrTicketStale, seq, block, last, floor)
+		}
 	}
 	nOld := bs - int(tail)
 	if have != base || off > nOld {
@@ -85,7 +97,39 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 		}
 		unix.SyncFileRange(int(s.data.Fd()), at, int64(len(buf)), unix.SYNC_FILE_RANGE_WRITE)
 	}
+	if gen != NoTicket {
+		s.mu.Lock()
+		if s.appendSeq == nil {
+			s.appendSeq = map[uint64]uint64{}
+		}
+		s.appendSeq[block] = seq
+		s.mu.Unlock()
+	}
 	return s.record(block, crc, gen, uint32(bs-n))
+}
+
+// RaiseAppendFloor refuses, from now on, append tickets with a sequence
+// number below seq: the namenode's generation when this datanode
+// registered. The sequence numbers of the extensions applied are kept in
+// memory only; after a restart (of either side) the floor keeps tickets
+// granted before it from writing over what later extensions wrote.
+func (s *BlockStore) RaiseAppendFloor(seq uint64) {
+	s.mu.Lock()
+	if s.appendFloor == refuseAppends || seq > s.appendFloor {
+		s.appendFloor = seq
+	}
+	s.mu.Unlock()
+}
+
+// refuseAppends, as the floor, refuses every append ticket: a datanode
+// that has not registered yet does not know which are stale.
+const refuseAppends = ^uint64(0)
+
+// RefuseAppends refuses append tickets until RaiseAppendFloor.
+func (s *BlockStore) RefuseAppends() {
+	s.mu.Lock()
+	s.appendFloor = refuseAppends
+	s.mu.Unlock()
 }
 
 // ReadPrefix reads the first valid bytes of block into buf (len ≥

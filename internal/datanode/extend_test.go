@@ -54,7 +54,7 @@ func TestExtendInPlace(t *testing.T) {
 	add := pattern(100, 9)
 	v2 := append(bytes.Clone(v1), add...)
 	crc := Checksum(v2, extBS)
-	if err := st.Extend(2, len(v1), add, base, crc, gen); err != nil {
+	if err := st.Extend(2, len(v1), add, base, crc, gen, 0); err != nil {
 		t.Fatalf("extend: %v", err)
 	}
 	want := make([]byte, extBS)
@@ -72,7 +72,7 @@ func TestExtendInPlace(t *testing.T) {
 	// A second extension, crossing into further pages.
 	add2 := pattern(20000, 3)
 	v3 := append(bytes.Clone(v2), add2...)
-	if err := st.Extend(2, len(v2), add2, crc, Checksum(v3, extBS), gen); err != nil {
+	if err := st.Extend(2, len(v2), add2, crc, Checksum(v3, extBS), gen, 0); err != nil {
 		t.Fatalf("second extend: %v", err)
 	}
 	copy(want, v3)
@@ -99,11 +99,11 @@ func TestExtendOnlyTheVersionNamed(t *testing.T) {
 	// Grown by 3000 bytes and committed, then a late request for v1.
 	a2 := pattern(3000, 5)
 	v2 := append(bytes.Clone(v1), a2...)
-	if err := st.Extend(1, len(v1), a2, base, Checksum(v2, extBS), gen); err != nil {
+	if err := st.Extend(1, len(v1), a2, base, Checksum(v2, extBS), gen, 0); err != nil {
 		t.Fatal(err)
 	}
 	late := pattern(10, 3)
-	if err := st.Extend(1, len(v1), late, base, Checksum(append(bytes.Clone(v1), late...), extBS), gen); !errors.Is(err, ErrChecksum) {
+	if err := st.Extend(1, len(v1), late, base, Checksum(append(bytes.Clone(v1), late...), extBS), gen, 0); !errors.Is(err, ErrChecksum) {
 		t.Errorf("a late extension of the older version: %v, want refused", err)
 	}
 	buf := make([]byte, extBS)
@@ -113,12 +113,12 @@ func TestExtendOnlyTheVersionNamed(t *testing.T) {
 	// Grown again, never committed; the committed v2 cannot be extended
 	// now, and stays readable.
 	junk := pattern(9000, 5)
-	if err := st.Extend(1, len(v2), junk, Checksum(v2, extBS), Checksum(append(bytes.Clone(v2), junk...), extBS), gen); err != nil {
+	if err := st.Extend(1, len(v2), junk, Checksum(v2, extBS), Checksum(append(bytes.Clone(v2), junk...), extBS), gen, 0); err != nil {
 		t.Fatal(err)
 	}
 	add := pattern(30, 8)
 	v3 := append(bytes.Clone(v2), add...)
-	if err := st.Extend(1, len(v2), add, Checksum(v2, extBS), Checksum(v3, extBS), gen); !errors.Is(err, ErrChecksum) {
+	if err := st.Extend(1, len(v2), add, Checksum(v2, extBS), Checksum(v3, extBS), gen, 0); !errors.Is(err, ErrChecksum) {
 		t.Errorf("extension over an uncommitted one: %v, want refused", err)
 	}
 	if err := st.ReadPrefix(1, buf, NoTicket, len(v2), Checksum(v2, extBS)); err != nil || !bytes.Equal(buf[:len(v2)], v2) {
@@ -128,17 +128,17 @@ func TestExtendOnlyTheVersionNamed(t *testing.T) {
 	if err := st.Write(2, v1, base, gen); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Extend(2, len(v1), add, base, 12345, gen); !errors.Is(err, ErrChecksum) {
+	if err := st.Extend(2, len(v1), add, base, 12345, gen, 0); !errors.Is(err, ErrChecksum) {
 		t.Errorf("wrong result checksum: %v", err)
 	}
 	v1a := append(bytes.Clone(v1), add...)
-	if err := st.Extend(2, len(v1), add, base, Checksum(v1a, extBS), gen+1); !errors.Is(err, auth.ErrTicketRange) {
+	if err := st.Extend(2, len(v1), add, base, Checksum(v1a, extBS), gen+1, 0); !errors.Is(err, auth.ErrTicketRange) {
 		t.Errorf("newer generation than the block's: %v", err)
 	}
-	if err := st.Extend(2, len(v1), add, base, Checksum(v1a, extBS), gen-1); !errors.Is(err, auth.ErrTicketStale) {
+	if err := st.Extend(2, len(v1), add, base, Checksum(v1a, extBS), gen-1, 0); !errors.Is(err, auth.ErrTicketStale) {
 		t.Errorf("older generation than the block's: %v", err)
 	}
-	if err := st.Extend(2, extBS-10, add, base, 0, gen); err == nil {
+	if err := st.Extend(2, extBS-10, add, base, 0, gen, 0); err == nil {
 		t.Error("extension past the block's end accepted")
 	}
 	want := make([]byte, extBS)
@@ -162,14 +162,14 @@ func TestExtendBeyondWhatIsOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Grown to 20000 bytes by zeros: nothing sent, the block unchanged.
-	if err := st.Extend(0, 100, nil, c1, c1, gen); err != nil {
+	if err := st.Extend(0, 100, nil, c1, c1, gen, 0); err != nil {
 		t.Fatalf("growth by zeros: %v", err)
 	}
 	add := pattern(10, 1)
 	v2 := make([]byte, 20010)
 	copy(v2, v1)
 	copy(v2[20000:], add)
-	if err := st.Extend(0, 20000, add, c1, Checksum(v2, extBS), gen); !errors.Is(err, ErrChecksum) {
+	if err := st.Extend(0, 20000, add, c1, Checksum(v2, extBS), gen, 0); !errors.Is(err, ErrChecksum) {
 		t.Fatalf("extension past what is on disk: %v, want refused", err)
 	}
 	want := make([]byte, extBS)
@@ -213,7 +213,7 @@ func TestReadersOfOlderVersionsDuringExtension(t *testing.T) {
 		for n+301 < extBS {
 			add := full[n : n+301]
 			next := Checksum(full[:n+301], extBS)
-			if err := st.Extend(4, n, add, crc, next, gen); err != nil {
+			if err := st.Extend(4, n, add, crc, next, gen, 0); err != nil {
 				done <- err
 				return
 			}
@@ -238,5 +238,40 @@ func TestReadersOfOlderVersionsDuringExtension(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("extend: %v", err)
+	}
+}
+
+// TestExtendRefusesOlderTickets: an append ticket granted before one the
+// block was extended with, or before the datanode's registration (the
+// floor), is refused even where its checksums match (a ticket of an ended
+// transaction, replayed, would write over the later extension).
+func TestExtendRefusesOlderTickets(t *testing.T) {
+	st := newExtVolume(t)
+	const gen = 4
+	v1 := pattern(1000, 1)
+	c1 := Checksum(v1, extBS)
+	if err := st.Write(5, v1, c1, gen); err != nil {
+		t.Fatal(err)
+	}
+	a := pattern(10, 2)
+	c2 := Checksum(append(bytes.Clone(v1), a...), extBS)
+	if err := st.Extend(5, len(v1), a, c1, c2, gen, 50); err != nil {
+		t.Fatal(err)
+	}
+	b := pattern(10, 3)
+	c3 := Checksum(append(append(bytes.Clone(v1), a...), b...), extBS)
+	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 40); !errors.Is(err, auth.ErrTicketStale) {
+		t.Errorf("a ticket older than the block's last extension: %v, want refused", err)
+	}
+	st.RaiseAppendFloor(100)
+	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 60); !errors.Is(err, auth.ErrTicketStale) {
+		t.Errorf("a ticket older than the registration: %v, want refused", err)
+	}
+	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 100); err != nil {
+		t.Errorf("a current ticket: %v", err)
+	}
+	st.RefuseAppends()
+	if err := st.Extend(5, len(v1)+20, b, c3, 0, gen, 200); !errors.Is(err, auth.ErrTicketStale) {
+		t.Errorf("before registration: %v, want refused", err)
 	}
 }

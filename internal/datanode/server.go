@@ -95,6 +95,9 @@ func Open(cfg Config) (*Server, error) {
 		cfg.Idle = 10 * time.Minute
 	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
+	if cfg.TicketKey != nil {
+		st.RefuseAppends() // until the namenode says which tickets are current
+	}
 	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, maxHandshakesPerSource, reserveConns)
 	bs := int(st.Config.Blocksize)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
@@ -183,6 +186,9 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 		return nil, err
 	}
 	s.nodeID.Store(resp.Nodes[0].ID)
+	if len(resp.Counters) > 0 {
+		s.store.RaiseAppendFloor(resp.Counters[0])
+	}
 	s.log.Info("registered with namenode", "namenode", s.cfg.Namenode, "id", resp.Nodes[0].ID)
 	return c, nil
 }
@@ -328,6 +334,21 @@ func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) (uint6
 	return gen, err
 }
 
+// readLimit returns how many bytes of block a read ticket lets its holder
+// read (0: all): a file's partly filled last block, which may be extended
+// in place after the ticket was issued, only up to its length then. The
+// ticket has been checked.
+func (s *Server) readLimit(raw []byte, block uint64) uint64 {
+	if s.cfg.TicketKey == nil {
+		return 0
+	}
+	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
+	if err != nil || t.From == 0 || block != t.Start+t.Count-1 {
+		return 0
+	}
+	return t.From
+}
+
 // checkTicketGens checks a ticket and returns its generation and, for a
 // read ticket, the least generation the blocks must hold.
 func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (uint64, uint64, error) {
@@ -373,30 +394,30 @@ func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (u
 
 // checkAppendTicket checks an append ticket for writing block from offset
 // off and returns its generation (NoTicket without a ticket key).
-func (s *Server) checkAppendTicket(raw []byte, block, off uint64) (uint64, error) {
+func (s *Server) checkAppendTicket(raw []byte, block, off uint64) (gen, seq uint64, err error) {
 	if s.cfg.TicketKey == nil {
-		return NoTicket, nil
+		return NoTicket, 0, nil
 	}
 	if len(raw) == 0 {
-		return 0, errors.New("request without a ticket refused")
+		return 0, 0, errors.New("request without a ticket refused")
 	}
 	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := t.CheckAppend(s.nodeID.Load(), block, off, time.Now()); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s.revMu.Lock()
 	_, dead := s.revoked[t.Tag]
 	s.revMu.Unlock()
 	if dead {
-		return 0, auth.ErrTicketRevoked
+		return 0, 0, auth.ErrTicketRevoked
 	}
 	if t.Gen == NoTicket || t.Gen == 0 {
-		return 0, fmt.Errorf("%w: generation %#x cannot be extended", auth.ErrTicketRange, t.Gen)
+		return 0, 0, fmt.Errorf("%w: generation %#x cannot be extended", auth.ErrTicketRange, t.Gen)
 	}
-	return t.Gen, nil
+	return t.Gen, t.Seq, nil
 }
 
 // Close stops serving.
@@ -510,13 +531,17 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		bufp := j.bufp
 		var terr error
 		var gen uint64 // the ticket's generation
+		var seq uint64 // an append ticket's sequence number
 		switch q.Op {
 		case wire.DataWrite, wire.DataAdopt:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, true)
 		case wire.DataRead:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, false)
+			if lim := s.readLimit(q.Ticket, q.Block); terr == nil && lim > 0 && (q.Length == 0 || uint64(q.Length) > lim) {
+				terr = fmt.Errorf("%w: the ticket allows reading the first %d bytes of block %d (the version it was issued for), not %d", auth.ErrTicketRange, lim, q.Block, q.Length)
+			}
 		case wire.DataExtend:
-			gen, terr = s.checkAppendTicket(q.Ticket, q.Block, uint64(q.Offset))
+			gen, seq, terr = s.checkAppendTicket(q.Ticket, q.Block, uint64(q.Offset))
 		case wire.DataVerify:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, uint64(q.Count), false)
 		}
@@ -526,7 +551,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		}
 		switch q.Op {
 		case wire.DataWrite:
-			if err := s.writeChain(&next, q, (*bufp)[:q.Length], gen); err != nil {
+			if err := s.writeChain(&next, q, (*bufp)[:q.Length], gen, 0); err != nil {
 				resp = errResp(err)
 			}
 		case wire.DataAdopt:
@@ -542,7 +567,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 				resp = errResp(err)
 			}
 		case wire.DataExtend:
-			if err := s.writeChain(&next, q, (*bufp)[:q.Length], gen); err != nil {
+			if err := s.writeChain(&next, q, (*bufp)[:q.Length], gen, seq); err != nil {
 				resp = errResp(err)
 			}
 		case wire.DataRead:
@@ -617,10 +642,10 @@ func errResp(err error) wire.DataResp {
 // writeChain stores data locally (as generation gen) and, at the same
 // time, forwards it to the next datanode of the chain (which checks the
 // generation of its own ticket); it succeeds only if both succeed.
-func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte, gen uint64) error {
+func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte, gen, seq uint64) error {
 	store := func() error {
 		if q.Op == wire.DataExtend {
-			return s.store.Extend(q.Block, int(q.Offset), data, q.Base, q.CRC, gen)
+			return s.store.Extend(q.Block, int(q.Offset), data, q.Base, q.CRC, gen, seq)
 		}
 		return s.store.Write(q.Block, data, q.CRC, gen)
 	}

@@ -113,6 +113,13 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 		}
 		return nil, err
 	}
+	if bs := int64(n.cfg.Blocksize); q.Flags&wire.FlagSize != 0 && q.Size > a.Size && a.Size%bs != 0 && holdsBlock(n.ns.blockList(tx, q.Ino), uint64((a.Size-1)/bs)) {
+		// The partly filled last block may hold bytes past the end (an
+		// extension in place never committed): a growing file rewrites or
+		// extends it, with setblocks (client.File does), so that they
+		// never become file content.
+		return nil, fail(wire.ErrCodeInvalid, "%s: growing a file whose last block is partly filled takes a write of that block (setblocks), not a bare size change", what)
+	}
 	if q.Flags&wire.FlagMode != 0 {
 		a.Mode = q.Mode & 07777
 	}
@@ -148,4 +155,14 @@ func (n *Namenode) setAttr(tx *Txn, who *auth.Identity, q *wire.Request) (*wire.
 	out := cp(a)
 	out.Blocksize = n.cfg.Blocksize
 	return &wire.Response{Attr: out}, nil
+}
+
+// holdsBlock reports whether the block list xs has file block idx.
+func holdsBlock(xs []wire.Extent, idx uint64) bool {
+	for _, x := range xs {
+		if x.Index <= idx && idx < x.Index+uint64(x.Count) {
+			return true
+		}
+	}
+	return false
 }

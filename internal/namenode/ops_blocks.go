@@ -159,9 +159,10 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 	}
 	if n.cfg.TicketKey != nil {
 		exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
+		seq := newGen()
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
-			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: 1, Append: true, From: from, Expiry: exp, Gen: x.Gen}
+			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: 1, Append: true, From: from, Expiry: exp, Gen: x.Gen, Seq: seq}
 			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
 			if tx.ticketed == nil {
 				tx.ticketed = map[uint32]bool{}

@@ -122,11 +122,47 @@ func (n *Namenode) ticketed(tx *Txn, r *wire.Response) *wire.Response {
 	if tx == nil || n.cfg.TicketKey == nil {
 		return r
 	}
-	r.Extents = n.withTickets(tx, r.Extents, false)
+	size := int64(-1)
+	if r.Attr != nil {
+		size = r.Attr.Size
+	}
+	r.Extents = n.limitLast(n.withTickets(tx, r.Extents, false), size)
 	for i := range r.Files {
-		r.Files[i].Extents = n.withTickets(tx, r.Files[i].Extents, false)
+		r.Files[i].Extents = n.limitLast(n.withTickets(tx, r.Files[i].Extents, false), r.Files[i].Size)
 	}
 	return r
+}
+
+// limitLast reissues the read tickets of the extent holding the last block
+// of a file of the given size, if that block is partly filled, limited to
+// the block's bytes in this version (auth.Ticket.From): the block may be
+// extended in place later, and a holder of these tickets must not read
+// what was appended after them (by a writer who, say, made the file
+// unreadable to it first), nor what an extension left uncommitted.
+func (n *Namenode) limitLast(xs []wire.Extent, size int64) []wire.Extent {
+	bs := int64(n.cfg.Blocksize)
+	if len(xs) == 0 || size <= 0 || size%bs == 0 || n.cfg.TicketKey == nil {
+		return xs
+	}
+	last := uint64((size - 1) / bs)
+	i := len(xs) - 1
+	x := xs[i]
+	if x.Index+uint64(x.Count)-1 != last || len(x.Tickets) != len(x.Replicas) {
+		return xs
+	}
+	limit := uint64(size - int64(last)*bs)
+	out := append([]wire.Extent(nil), xs...)
+	x.Tickets = append([][]byte(nil), x.Tickets...)
+	for j, raw := range x.Tickets {
+		t, err := auth.OpenTicket(n.cfg.TicketKey, raw)
+		if err != nil {
+			continue
+		}
+		t.From = limit
+		x.Tickets[j] = t.Seal(n.cfg.TicketKey)
+	}
+	out[i] = x
+	return out
 }
 
 // withTickets returns xs with a ticket for each replica: write tickets (for
