@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,48 @@ func TestHostileExtendRequests(t *testing.T) {
 	}
 	next()
 	fsckClean(t, admin)
+}
+
+// TestHostileOldReadTicketAfterAppend: a reader's ticket for a file's
+// partly filled last block reads that block's bytes of the version it was
+// issued for, not what was appended after (the owner may have made the
+// file unreadable to it first): a whole-block read with it is refused.
+func TestHostileOldReadTicketAfterAppend(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	ctx := context.Background()
+	data := randBytes(30000, 1)
+	writeRep2(t, admin, "/f", data)
+	fi, err := admin.Lookup(ctx, "/f")
+	mustOK(t, "lookup", err)
+	// Bob opens the file (mode 0644) in a transaction he keeps open.
+	cred := c.IssueCredential("bob", auth.RoleUser)
+	conn := rawAs(t, c, cred)
+	r := must(t, conn, &wire.Request{Op: wire.OpBlocks, Txn: 1, Flags: wire.FlagBegin, Ino: fi.Ino})
+	if len(r.Extents) == 0 || len(r.Extents[0].Tickets) == 0 {
+		t.Fatalf("no block list: %+v", r)
+	}
+	x := r.Extents[0]
+	addrs := datanodeAddrs(t, c)
+	addr := addrs[x.Replicas[0].Node]
+	bobCred, err := auth.LoadCredential(cred)
+	mustOK(t, "credential", err)
+	// The owner makes it private and appends a secret.
+	mode := fs.FileMode(0o600)
+	_, err = admin.Auto(client.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Mode: &mode})
+	mustOK(t, "chmod", err)
+	appendTo(t, admin, "/f", []byte("the secret"), false)
+	whole := dataCall(t, addr, bobCred, &wire.DataReq{Op: wire.DataRead, Block: x.Replicas[0].Start, Ticket: x.Tickets[0]}, nil)
+	if whole.Status == wire.OK {
+		t.Fatalf("a whole-block read with a ticket of the version before the append was answered (%d bytes)", whole.Length)
+	}
+	prefix := dataCall(t, addr, bobCred, &wire.DataReq{Op: wire.DataRead, Block: x.Replicas[0].Start, Ticket: x.Tickets[0], Length: uint32(len(data)), CRC: blockCRC(data, int(c.Opts.Blocksize))}, nil)
+	if prefix.Status != wire.OK || prefix.Length != uint32(len(data)) {
+		t.Fatalf("the version the ticket was issued for: %v %q, %d bytes", prefix.Status, prefix.Msg, prefix.Length)
+	}
+	longer := dataCall(t, addr, bobCred, &wire.DataReq{Op: wire.DataRead, Block: x.Replicas[0].Start, Ticket: x.Tickets[0], Length: uint32(len(data) + 10), CRC: 0}, nil)
+	if longer.Status == wire.OK {
+		t.Fatal("a read of more than the ticket's version was answered")
+	}
 }
