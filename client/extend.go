@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/plasmafs/plasma/internal/blockcrc"
 	"github.com/plasmafs/plasma/internal/wire"
@@ -30,31 +32,33 @@ import (
 // extendBlock writes dirty block idx (buffer b, whose first kept bytes are
 // the committed version's) by extending the committed block in place, and
 // returns the extent to attach; ok is false when the block must be written
-// copy-on-write instead.
-func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, size int64) (x wire.Extent, ok bool) {
+// copy-on-write instead. A conflict (another transaction holds the file)
+// is returned: the transaction is retried, rather than copying a block
+// that may be extensible once the other one has ended.
+func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, size int64) (x wire.Extent, ok bool, err error) {
 	valid := int(min(size-int64(idx)*int64(f.bs), int64(f.bs)))
 	if valid <= kept {
-		return x, false
+		return x, false, nil
 	}
 	r, err := f.tx.call(ctx, &wire.Request{Op: wire.OpExtend, Ino: f.ino, Index: idx})
+	if errors.Is(err, ErrConflict) {
+		return x, false, fmt.Errorf("%s: %w", f.path, err)
+	}
 	if err != nil || len(r.Extents) != 1 || len(r.Counters) != 1 {
-		return x, false // refused (not the committed partial last block, …)
+		return x, false, nil // refused (not the committed partial last block, …)
 	}
 	x = r.Extents[0]
 	from := int(r.Counters[0])
 	if x.Index != idx || x.Count != 1 || len(x.CRC) != 1 || len(x.Replicas) == 0 || from <= 0 || from > kept || from >= valid {
-		return x, false
+		return x, false, nil
 	}
 	// The committed bytes after from are zeros: the new block is the old
 	// one with data placed at from (blockcrc.Placed), so its checksum costs
 	// what the append writes. A datanode whose block is not that version
 	// refuses.
-	// Trailing zeros need not travel: past the data the datanode's block
-	// reads as zeros (it clears what an uncommitted extension left there).
+	// Trailing zeros travel too: a version whose zeros were not on disk
+	// could not be extended again (datanode.BlockStore.Extend).
 	data := b[from:valid]
-	for len(data) > 0 && data[len(data)-1] == 0 {
-		data = data[:len(data)-1]
-	}
 	crc := x.CRC[0] ^ blockcrc.Placed(from, data, f.bs) ^ blockcrc.ZeroExtend(0, uint64(f.bs))
 	addrs := make([]string, len(x.Replicas))
 	starts := make([]uint64, len(x.Replicas))
@@ -63,7 +67,7 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 		addrs[k], starts[k] = info.Addr, rp.Start
 	}
 	if err := f.tx.c.data.extend(ctx, addrs, starts, x.Tickets, from, data, x.CRC[0], crc); err != nil {
-		return x, false
+		return x, false, nil
 	}
 	f.tx.mu.Lock()
 	if f.tx.nodes == nil {
@@ -75,7 +79,7 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 	f.tx.mu.Unlock()
 	x.CRC = []uint32{crc}
 	x.Tickets = nil
-	return x, true
+	return x, true, nil
 }
 
 // growing prepares the file to grow to size: a partly filled last block

@@ -814,7 +814,11 @@ func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, kept ma
 	var written []wire.Extent
 	for i := range batch {
 		if kept[i] > 0 {
-			if x, ok := f.extendBlock(ctx, i, batch[i], kept[i], size); ok {
+			x, ok, err := f.extendBlock(ctx, i, batch[i], kept[i], size)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				written = append(written, x)
 				continue
 			}
