@@ -1448,7 +1448,6 @@ func TestExtend2EdgeCases(t *testing.T) {
 	}
 }
 
-
 // --- through the FUSE mount ---------------------------------------------
 
 // x2Line is one line of the FUSE test's log: writer, sequence number, a
