@@ -978,7 +978,6 @@ func TestExtend2DatanodeDiesBetweenExtensionAndCommit(t *testing.T) {
 		t.Fatalf("no datanode at %s", addr)
 		return nil
 	}
-	var killed []*clustertest.Proc
 	for round, mode := range []string{"second replica after the flush", "first replica after the flush", "first replica before the flush"} {
 		path := fmt.Sprintf("/d%d", round)
 		base := randBytes(30000+round*1000, uint64(round))
@@ -1014,7 +1013,7 @@ func TestExtend2DatanodeDiesBetweenExtensionAndCommit(t *testing.T) {
 			mustOK(t, mode+": flush", ferr)
 			c.Kill(victim)
 		}
-		killed = append(killed, victim)
+
 		cerr := ferr
 		if cerr == nil {
 			cerr = tx.Commit(ctx)
