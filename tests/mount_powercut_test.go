@@ -39,14 +39,17 @@ func TestMountPowerCutKeepsFsynced(t *testing.T) {
 	logf, err := os.OpenFile(m.Path("log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	mustOK(t, "create log", err)
 	var appended []byte
-	for i := 0; i < 150; i++ {
-		rec := make([]byte, 1+rng.Intn(300))
-		rng.Read(rec)
-		_, err := logf.Write(rec)
-		mustOK(t, "append", err)
-		mustOK(t, "fsync log", logf.Sync())
-		appended = append(appended, rec...)
+	appendSynced := func(n int) {
+		for i := 0; i < n; i++ {
+			rec := make([]byte, 1+rng.Intn(300))
+			rng.Read(rec)
+			_, err := logf.Write(rec)
+			mustOK(t, "append", err)
+			mustOK(t, "fsync log", logf.Sync())
+			appended = append(appended, rec...)
+		}
 	}
+	appendSynced(150)
 
 	// The database: 3 blocks and a bit, pages rewritten in place.
 	db := make([]byte, 3*64<<10+5000)
@@ -67,14 +70,7 @@ func TestMountPowerCutKeepsFsynced(t *testing.T) {
 	}
 	// More appends to the log, the last fsyncs before the power cut (each
 	// extends the log's last block in place: its own sync must cover it).
-	for i := 0; i < 5; i++ {
-		rec := make([]byte, 1+rng.Intn(300))
-		rng.Read(rec)
-		_, err := logf.Write(rec)
-		mustOK(t, "append", err)
-		mustOK(t, "fsync log", logf.Sync())
-		appended = append(appended, rec...)
-	}
+	appendSynced(5)
 	synced := len(appended)
 	// Appended after the last fsync: may be lost.
 	tail := make([]byte, 500)

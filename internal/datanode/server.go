@@ -349,32 +349,47 @@ func (s *Server) readLimit(raw []byte, block uint64) uint64 {
 	return t.From
 }
 
+// openTicket opens a ticket, checks it with check, and refuses it if its
+// transaction has ended.
+func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.Ticket, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("request without a ticket refused")
+	}
+	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(t); err != nil {
+		return nil, err
+	}
+	s.revMu.Lock()
+	_, dead := s.revoked[t.Tag]
+	s.revMu.Unlock()
+	if dead {
+		return nil, auth.ErrTicketRevoked
+	}
+	return t, nil
+}
+
 // checkTicketGens checks a ticket and returns its generation and, for a
 // read ticket, the least generation the blocks must hold.
 func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (uint64, uint64, error) {
 	if s.cfg.TicketKey == nil {
 		return NoTicket, 0, nil
 	}
-	if len(raw) == 0 {
-		return 0, 0, errors.New("request without a ticket refused")
-	}
-	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
+	t, err := s.openTicket(raw, func(t *auth.Ticket) error {
+		if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
+			return err
+		}
+		if !write && t.Write {
+			// Newly allocated blocks still hold what their last owner
+			// wrote: the ticket to fill them is no ticket to read them.
+			return fmt.Errorf("%w: a write ticket does not allow reading", auth.ErrTicketRange)
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, 0, err
-	}
-	if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
-		return 0, 0, err
-	}
-	if !write && t.Write {
-		// Newly allocated blocks still hold what their last owner wrote:
-		// the ticket to fill them is no ticket to read them.
-		return 0, 0, fmt.Errorf("%w: a write ticket does not allow reading", auth.ErrTicketRange)
-	}
-	s.revMu.Lock()
-	_, dead := s.revoked[t.Tag]
-	s.revMu.Unlock()
-	if dead {
-		return 0, 0, auth.ErrTicketRevoked
 	}
 	if t.Gen == NoTicket {
 		return 0, 0, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
@@ -398,21 +413,11 @@ func (s *Server) checkAppendTicket(raw []byte, block, off uint64) (gen, seq uint
 	if s.cfg.TicketKey == nil {
 		return NoTicket, 0, nil
 	}
-	if len(raw) == 0 {
-		return 0, 0, errors.New("request without a ticket refused")
-	}
-	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
+	t, err := s.openTicket(raw, func(t *auth.Ticket) error {
+		return t.CheckAppend(s.nodeID.Load(), block, off, time.Now())
+	})
 	if err != nil {
 		return 0, 0, err
-	}
-	if err := t.CheckAppend(s.nodeID.Load(), block, off, time.Now()); err != nil {
-		return 0, 0, err
-	}
-	s.revMu.Lock()
-	_, dead := s.revoked[t.Tag]
-	s.revMu.Unlock()
-	if dead {
-		return 0, 0, auth.ErrTicketRevoked
 	}
 	if t.Gen == NoTicket || t.Gen == 0 {
 		return 0, 0, fmt.Errorf("%w: generation %#x cannot be extended", auth.ErrTicketRange, t.Gen)
