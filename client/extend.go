@@ -56,9 +56,14 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 	// one with data placed at from (blockcrc.Placed), so its checksum costs
 	// what the append writes. A datanode whose block is not that version
 	// refuses.
-	// Trailing zeros travel too: a version whose zeros were not on disk
-	// could not be extended again (datanode.BlockStore.Extend).
+	// Trailing zeros need not travel: past the data the block reads as
+	// zeros (its tail), and a later extension past them writes them out
+	// (datanode.BlockStore.Extend). A file grown by a truncate upwards
+	// sends nothing.
 	data := b[from:valid]
+	for len(data) > 0 && data[len(data)-1] == 0 {
+		data = data[:len(data)-1]
+	}
 	crc := x.CRC[0] ^ blockcrc.Placed(from, data, f.bs) ^ blockcrc.ZeroExtend(0, uint64(f.bs))
 	addrs := make([]string, len(x.Replicas))
 	starts := make([]uint64, len(x.Replicas))

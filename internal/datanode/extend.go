@@ -25,10 +25,10 @@ import (
 // revoked), is refused instead of overwriting what the other one wrote and
 // committed; so is one after an extension that was never committed (its
 // bytes past the committed length, or an entry a power cut tore): the
-// client then copies on write, into a clean block. An extension never
-// writes before its offset, which is never past what is on disk (a
-// version whose committed zeros are not on disk is copied instead), so a
-// power cut between its data and its entry cannot touch committed bytes.
+// client then copies on write, into a clean block. An extension writes
+// before its offset only zeros the block's tail already counted, made
+// durable before its entry, so a power cut between its data and its entry
+// cannot touch committed bytes.
 
 // Extend writes data at offset off of block, which must hold the version
 // whose checksum is base (its first off bytes, zero-padded), and records
@@ -72,7 +72,7 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 		}
 	}
 	nOld := bs - int(tail)
-	if have != base || off > nOld {
+	if have != base {
 		return fmt.Errorf("%w: block %d of volume %s does not hold the version the append extends (checksum %08x, %d bytes): copy it instead", ErrChecksum, block, s.Config.Identity, base, off)
 	}
 	// The block holds base's bytes before off and zeros after: the result's
@@ -83,19 +83,29 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 	}
 	// Zeros after the data up to the end of what is on disk (and of the
 	// data's last page). Without data (a file grown by zeros: the writer
-	// sends none) the block stays as it is.
-	n := max(nOld, onDisk(end, bs))
+	// sends none) the block stays as it is: the zeros past what is on disk
+	// are its tail. With data past the tail, the zeros between go to disk
+	// too, and are made durable before the entry that counts them is
+	// written: a power cut must not leave the block's earlier life there
+	// under an entry that says it holds the committed zeros.
+	from, n := min(off, nOld), max(nOld, onDisk(end, bs))
 	if len(data) == 0 {
 		n = nOld
 	}
-	if n > off {
-		buf := make([]byte, n-off)
-		copy(buf, data)
-		at := int64(block)*int64(bs) + int64(off)
+	if n > from {
+		buf := make([]byte, n-from)
+		copy(buf[off-from:], data)
+		at := int64(block)*int64(bs) + int64(from)
 		if _, err := s.data.WriteAt(buf, at); err != nil {
 			return err
 		}
-		unix.SyncFileRange(int(s.data.Fd()), at, int64(len(buf)), unix.SYNC_FILE_RANGE_WRITE)
+		if from < off {
+			if err := s.Sync(); err != nil {
+				return err
+			}
+		} else {
+			unix.SyncFileRange(int(s.data.Fd()), at, int64(len(buf)), unix.SYNC_FILE_RANGE_WRITE)
+		}
 	}
 	if gen != NoTicket {
 		s.mu.Lock()
