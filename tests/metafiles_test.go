@@ -183,7 +183,14 @@ func TestReplacedDatabaseVolumesRefuse(t *testing.T) {
 	// A new volume joins and serves.
 	fresh := c.AddDatanode()
 	c.WaitLive(1)
-	if got := volumeNamespace(t, fresh.Dir); got != newNS {
+	// The namenode counts the datanode live once it answered the
+	// registration; the datanode records the namespace when the answer
+	// arrives.
+	got := volumeNamespace(t, fresh.Dir)
+	for deadline := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(deadline); got = volumeNamespace(t, fresh.Dir) {
+		time.Sleep(10 * time.Millisecond) // polling a condition, not timing a test
+	}
+	if got != newNS {
 		t.Errorf("new volume recorded namespace %q, want %q", got, newNS)
 	}
 	writeFile(t, cl, "/new", []byte("new namespace"), 1)
