@@ -334,19 +334,19 @@ func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) (uint6
 	return gen, err
 }
 
-// readLimit returns how many bytes of block a read ticket lets its holder
-// read (0: all): a file's partly filled last block, which may be extended
-// in place after the ticket was issued, only up to its length then. The
-// ticket has been checked.
-func (s *Server) readLimit(raw []byte, block uint64) uint64 {
-	if s.cfg.TicketKey == nil {
-		return 0
+// checkReadTicket checks a read ticket for one block and returns its
+// generation and how many bytes of the block it lets its holder read (0:
+// all): a file's partly filled last block, which may be extended in place
+// after the ticket was issued, only up to its length then.
+func (s *Server) checkReadTicket(raw []byte, block uint64) (gen, limit uint64, err error) {
+	t, err := s.checkTicketFull(raw, block, 1, false)
+	if err != nil || t == nil {
+		return NoTicket, 0, err
 	}
-	t, err := auth.OpenTicket(s.cfg.TicketKey, raw)
-	if err != nil || t.From == 0 || block != t.Start+t.Count-1 {
-		return 0
+	if t.From != 0 && block == t.Start+t.Count-1 {
+		limit = t.From
 	}
-	return t.From
+	return t.Gen, limit, nil
 }
 
 // openTicket opens a ticket, checks it with check, and refuses it if its
@@ -374,8 +374,18 @@ func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.T
 // checkTicketGens checks a ticket and returns its generation and, for a
 // read ticket, the least generation the blocks must hold.
 func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (uint64, uint64, error) {
+	t, err := s.checkTicketFull(raw, block, count, write)
+	if err != nil || t == nil {
+		return NoTicket, 0, err
+	}
+	return t.Gen, t.MinGen, nil
+}
+
+// checkTicketFull checks a ticket for count blocks from block and returns
+// it (nil without a ticket key: no checks).
+func (s *Server) checkTicketFull(raw []byte, block, count uint64, write bool) (*auth.Ticket, error) {
 	if s.cfg.TicketKey == nil {
-		return NoTicket, 0, nil
+		return nil, nil
 	}
 	t, err := s.openTicket(raw, func(t *auth.Ticket) error {
 		if err := t.Check(s.nodeID.Load(), block, count, write, time.Now()); err != nil {
@@ -389,10 +399,10 @@ func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (u
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	if t.Gen == NoTicket {
-		return 0, 0, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
+		return nil, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
 	}
 	if !write {
 		for b := block; b < block+count; b++ {
@@ -400,11 +410,11 @@ func (s *Server) checkTicketGens(raw []byte, block, count uint64, write bool) (u
 			// before generations), so of unknown allocation: readable as
 			// before; blocks written under tickets are held to MinGen.
 			if g := s.store.Gen(b); g != 0 && g < t.MinGen {
-				return 0, 0, fmt.Errorf("%w: block %d was not written by the allocation the ticket names (generation %#x, the ticket needs %#x)", auth.ErrTicketRange, b, g, t.MinGen)
+				return nil, fmt.Errorf("%w: block %d was not written by the allocation the ticket names (generation %#x, the ticket needs %#x)", auth.ErrTicketRange, b, g, t.MinGen)
 			}
 		}
 	}
-	return t.Gen, t.MinGen, nil
+	return t, nil
 }
 
 // checkAppendTicket checks an append ticket for writing block from offset
@@ -541,8 +551,9 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		case wire.DataWrite, wire.DataAdopt:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, true)
 		case wire.DataRead:
-			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, false)
-			if lim := s.readLimit(q.Ticket, q.Block); terr == nil && lim > 0 && (q.Length == 0 || uint64(q.Length) > lim) {
+			var lim uint64
+			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
+			if terr == nil && lim > 0 && (q.Length == 0 || uint64(q.Length) > lim) {
 				terr = fmt.Errorf("%w: the ticket allows reading the first %d bytes of block %d (the version it was issued for), not %d", auth.ErrTicketRange, lim, q.Block, q.Length)
 			}
 		case wire.DataExtend:

@@ -126,49 +126,40 @@ func (n *Namenode) ticketed(tx *Txn, r *wire.Response) *wire.Response {
 	if r.Attr != nil {
 		size = r.Attr.Size
 	}
-	r.Extents = n.limitLast(n.withTickets(tx, r.Extents, false), size)
+	r.Extents = n.readTickets(tx, r.Extents, size)
 	for i := range r.Files {
-		r.Files[i].Extents = n.limitLast(n.withTickets(tx, r.Files[i].Extents, false), r.Files[i].Size)
+		r.Files[i].Extents = n.readTickets(tx, r.Files[i].Extents, r.Files[i].Size)
 	}
 	return r
 }
 
-// limitLast reissues the read tickets of the extent holding the last block
-// of a file of the given size, if that block is partly filled, limited to
-// the block's bytes in this version (auth.Ticket.From): the block may be
-// extended in place later, and a holder of these tickets must not read
-// what was appended after them (by a writer who, say, made the file
-// unreadable to it first), nor what an extension left uncommitted.
-func (n *Namenode) limitLast(xs []wire.Extent, size int64) []wire.Extent {
+// readTickets returns xs with read tickets for a file of the given size
+// (-1: unknown). The tickets of the extent holding the file's last block,
+// if that block is partly filled, are limited to the block's bytes in this
+// version (auth.Ticket.From): the block may be extended in place later,
+// and a holder of these tickets must not read what was appended after them
+// (by a writer who, say, made the file unreadable to it first), nor what
+// an extension left uncommitted.
+func (n *Namenode) readTickets(tx *Txn, xs []wire.Extent, size int64) []wire.Extent {
 	bs := int64(n.cfg.Blocksize)
-	if len(xs) == 0 || size <= 0 || size%bs == 0 || n.cfg.TicketKey == nil {
-		return xs
+	limitIdx, limit := uint64(0), uint64(0)
+	if size > 0 && size%bs != 0 {
+		limitIdx = uint64((size - 1) / bs)
+		limit = uint64(size - int64(limitIdx)*bs)
 	}
-	last := uint64((size - 1) / bs)
-	i := len(xs) - 1
-	x := xs[i]
-	if x.Index+uint64(x.Count)-1 != last || len(x.Tickets) != len(x.Replicas) {
-		return xs
-	}
-	limit := uint64(size - int64(last)*bs)
-	out := append([]wire.Extent(nil), xs...)
-	x.Tickets = append([][]byte(nil), x.Tickets...)
-	for j, raw := range x.Tickets {
-		t, err := auth.OpenTicket(n.cfg.TicketKey, raw)
-		if err != nil {
-			continue
-		}
-		t.From = limit
-		x.Tickets[j] = t.Seal(n.cfg.TicketKey)
-	}
-	out[i] = x
-	return out
+	return n.sealTickets(tx, xs, false, limitIdx, limit)
 }
 
 // withTickets returns xs with a ticket for each replica: write tickets (for
 // blocks just allocated) carry a new generation, read tickets the current
 // one (see gen.go).
 func (n *Namenode) withTickets(tx *Txn, xs []wire.Extent, write bool) []wire.Extent {
+	return n.sealTickets(tx, xs, write, 0, 0)
+}
+
+// sealTickets is withTickets whose read tickets for an extent ending in
+// file block limitIdx carry limit (0: none) as their From.
+func (n *Namenode) sealTickets(tx *Txn, xs []wire.Extent, write bool, limitIdx, limit uint64) []wire.Extent {
 	if tx == nil || n.cfg.TicketKey == nil || len(xs) == 0 {
 		return xs
 	}
@@ -189,6 +180,9 @@ func (n *Namenode) withTickets(tx *Txn, xs []wire.Extent, write bool) []wire.Ext
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
 			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp, Gen: gen, MinGen: minGen}
+			if !write && limit > 0 && x.Index+uint64(x.Count)-1 == limitIdx {
+				t.From = limit
+			}
 			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
 			if tx.ticketed == nil {
 				tx.ticketed = map[uint32]bool{}
