@@ -151,7 +151,11 @@ func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, tic
 	}
 	if resp.Status == wire.ErrCodeInvalid && q.Length > 0 {
 		p.put(dc)
-		return p.readBlock(ctx, addr, block, ticket, buf, want, 0)
+		if err := p.readBlock(ctx, addr, block, ticket, buf, want, 0); err != nil {
+			// Say why the version's own bytes were not enough first.
+			return fmt.Errorf("datanode %s: %s; read whole: %w", addr, resp.Msg, err)
+		}
+		return nil
 	}
 	if resp.Status != wire.OK {
 		p.put(dc)
@@ -263,6 +267,31 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 		return firstErr
 	}
 	return nil
+}
+
+// replicaAddrs returns the data addresses of x's replicas and the first
+// block of each.
+func (c *Client) replicaAddrs(x wire.Extent) ([]string, []uint64) {
+	addrs := make([]string, len(x.Replicas))
+	starts := make([]uint64, len(x.Replicas))
+	for k, rp := range x.Replicas {
+		info, _ := c.node(rp.Node)
+		addrs[k], starts[k] = info.Addr, rp.Start
+	}
+	return addrs, starts
+}
+
+// wroteTo records datanodes the transaction wrote to: its commit makes
+// their writes durable first.
+func (tx *Txn) wroteTo(addrs []string) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.nodes == nil {
+		tx.nodes = map[string]bool{}
+	}
+	for _, a := range addrs {
+		tx.nodes[a] = true
+	}
 }
 
 // extend writes data at offset off of a committed block on every replica

@@ -24,10 +24,11 @@ import (
 // refuses, the block is written copy-on-write as before.
 //
 // Bytes an extension wrote that were never committed stay in the block past
-// its committed length. The next extension overwrites them; growing the
-// file past the block by other means (a write further on, a truncate
-// upwards) would expose them as file content, so the file then rewrites
-// the block first (growing).
+// its committed length. The next append finds the block holding another
+// version than the committed one and copies it; growing the file past the
+// block by other means (a write further on, a truncate upwards) would
+// expose them as file content, so the file then extends or rewrites the
+// block first (growing).
 
 // extendBlock writes dirty block idx (buffer b, whose first kept bytes are
 // the committed version's) by extending the committed block in place, and
@@ -55,8 +56,7 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 	// The committed bytes after from are zeros: the new block is the old
 	// one with data placed at from (blockcrc.Placed), so its checksum costs
 	// what the append writes. A datanode whose block is not that version
-	// refuses.
-	// Trailing zeros need not travel: past the data the block reads as
+	// refuses. Trailing zeros need not travel: past the data the block reads as
 	// zeros (its tail), and a later extension past them writes them out
 	// (datanode.BlockStore.Extend). A file grown by a truncate upwards
 	// sends nothing.
@@ -65,23 +65,11 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 		data = data[:len(data)-1]
 	}
 	crc := x.CRC[0] ^ blockcrc.Placed(from, data, f.bs) ^ blockcrc.ZeroExtend(0, uint64(f.bs))
-	addrs := make([]string, len(x.Replicas))
-	starts := make([]uint64, len(x.Replicas))
-	for k, rp := range x.Replicas {
-		info, _ := f.tx.c.node(rp.Node)
-		addrs[k], starts[k] = info.Addr, rp.Start
-	}
+	addrs, starts := f.tx.c.replicaAddrs(x)
 	if err := f.tx.c.data.extend(ctx, addrs, starts, x.Tickets, from, data, x.CRC[0], crc); err != nil {
 		return x, false, nil
 	}
-	f.tx.mu.Lock()
-	if f.tx.nodes == nil {
-		f.tx.nodes = map[string]bool{}
-	}
-	for _, a := range addrs {
-		f.tx.nodes[a] = true
-	}
-	f.tx.mu.Unlock()
+	f.tx.wroteTo(addrs)
 	x.CRC = []uint32{crc}
 	x.Tickets = nil
 	return x, true, nil

@@ -832,7 +832,6 @@ func (f *File) writeBlocks(ctx context.Context, batch map[uint64][]byte, kept ma
 		idxs = append(idxs, i)
 	}
 	sort.Slice(idxs, func(a, b int) bool { return idxs[a] < idxs[b] })
-	sort.Slice(written, func(a, b int) bool { return written[a].Index < written[b].Index })
 	for i := 0; i < len(idxs); {
 		j := i + 1
 		for j < len(idxs) && idxs[j] == idxs[j-1]+1 && j-i < 1024 {
@@ -876,12 +875,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				blocks[k] = b
 				crcs[k] = checksum(b, f.bs)
 			}
-			addrs := make([]string, len(x.Replicas))
-			starts := make([]uint64, len(x.Replicas))
-			for k, rp := range x.Replicas {
-				info, _ := f.tx.c.node(rp.Node)
-				addrs[k], starts[k] = info.Addr, rp.Start
-			}
+			addrs, starts := f.tx.c.replicaAddrs(x)
 			first, _ := f.tx.c.node(x.Replicas[0].Node)
 			if err := f.tx.c.data.writeRun(ctx, addrs, starts, x.Tickets, blocks, crcs, f.bs, f.tx.c.localWriteFile(first, starts[0], ticketAt(x.Tickets, 0))); err != nil {
 				lastErr = err
@@ -897,14 +891,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				}
 				break
 			}
-			f.tx.mu.Lock()
-			if f.tx.nodes == nil {
-				f.tx.nodes = map[string]bool{}
-			}
-			for _, a := range addrs {
-				f.tx.nodes[a] = true
-			}
-			f.tx.mu.Unlock()
+			f.tx.wroteTo(addrs)
 			x.CRC = crcs
 			x.Tickets = nil
 			out = append(out, x)
