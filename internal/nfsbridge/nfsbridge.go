@@ -94,6 +94,7 @@ type Bridge struct {
 	v    *vfs.VFS
 	root uint64 // inode of the export
 	fs   *billyFS
+	id   identity // who callers are served as
 
 	// async: the VFS commits metadata operations Async (plasma nfs
 	// -async); otherwise each is durable before the reply.
@@ -110,8 +111,9 @@ type listing struct {
 	entries []os.FileInfo
 }
 
-// New returns a bridge exporting directory export (a PlasmaFS path) of v.
-func New(ctx context.Context, v *vfs.VFS, export string) (*Bridge, error) {
+// New returns a bridge exporting directory export (a PlasmaFS path) of v,
+// serving its callers as o says.
+func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, error) {
 	if export == "" {
 		export = "/"
 	}
@@ -122,7 +124,7 @@ func New(ctx context.Context, v *vfs.VFS, export string) (*Bridge, error) {
 	if !a.IsDir() {
 		return nil, fmt.Errorf("export %s: not a directory", export)
 	}
-	b := &Bridge{v: v, root: a.Ino, verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
+	b := &Bridge{v: v, root: a.Ino, id: newIdentity(v, o), verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
 	b.fs = &billyFS{b: b}
 	return b, nil
 }
