@@ -71,8 +71,11 @@ func cmdNFS(ctx context.Context, args []string) error {
 		return err
 	}
 	l = nfsbridge.Gate(l, allowed, *secure)
-	fmt.Fprintf(stdout, "plasma: NFS clients allowed: %s%s; %s\n", allowed, map[bool]string{true: " (privileged ports only)"}[*secure],
-		squashSummary(*noRootSquash, *allSquash, *anonUID, *anonGID))
+	ports := ""
+	if *secure {
+		ports = " (privileged source ports only)"
+	}
+	fmt.Fprintf(stdout, "plasma: NFS clients allowed: %s%s; %s\n", allowed, ports, squashSummary(*noRootSquash, *allSquash, *anonUID, *anonGID))
 	fmt.Fprintf(stdout, "plasma: serving NFSv3 of %s on %s\n", *export, l.Addr())
 	done := make(chan error, 1)
 	go func() { done <- b.Serve(l) }()

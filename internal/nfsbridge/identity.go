@@ -41,7 +41,7 @@ func (c caller) root() bool { return !c.anon && c.uid == 0 }
 // identity is the bridge's squashing policy and the PlasmaFS names of its
 // anonymous identity.
 type identity struct {
-	opt                  Options
+	opt                 Options
 	anonUser, anonGroup string
 }
 

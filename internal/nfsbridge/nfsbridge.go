@@ -29,6 +29,15 @@
 // had not committed. Readdir pages come from one listing per cookie
 // verifier (the directory is read in namenode pages).
 //
+// # Callers
+//
+// AUTH_UNIX authenticates nobody, so the bridge limits what a claimed uid
+// is worth (identity.go): uid 0, and calls without an AUTH_UNIX
+// credential, are served as an anonymous identity unless the export says
+// otherwise (Options), and the anonymous identity has other's rights on
+// everything but what is its own by name. Which machines may connect at
+// all is a listener wrapper's business (Gate, clients.go).
+//
 // # go-nfs v0.0.4 limitations worked around here
 //
 // go-nfs registers its procedures with functions of an unexported type,
