@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 
 	"github.com/plasmafs/plasma/client"
@@ -320,4 +321,48 @@ func nfsRefusesToStart(t *testing.T, c *clustertest.Procs, args ...string) (int,
 	}
 	cmd.Wait()
 	return cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// TestNFSNoGiveAwayNoTakeOver: the bridge acts with a superuser's
+// credential, so it must refuse what the caller may not do itself: an
+// owner may not give its file to another user (to root, say: squashed
+// clients would make root's files), and a CREATE of an existing name
+// (UNCHECKED, which sets the attributes it carries) may not change the
+// mode of another user's file.
+func TestNFSNoGiveAwayNoTakeOver(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	c.MustRun("chmod", "777", "/")
+	putOwned(t, c, "/bobs", "bob's\n", "5151:5151", "600")
+	b := startNFSArgs(t, c, "-listen", "127.0.0.1:0")
+	u := dialNFSAs(t, b.Addr, rpc.NewAuthUnix("client", 4242, 4242).Auth())
+	_, err := u.Create("/mine", 0o644)
+	mustOK(t, "create as uid 4242", err)
+	for _, change := range []struct {
+		what string
+		sa   nfsc.Sattr3
+	}{
+		{"to uid 5151", nfsc.Sattr3{UID: nfsc.SetUID{SetIt: true, UID: 5151}}},
+		{"to group 5151", nfsc.Sattr3{GID: nfsc.SetUID{SetIt: true, UID: 5151}}},
+		{"to root", nfsc.Sattr3{UID: nfsc.SetUID{SetIt: true, UID: 0}}},
+	} {
+		if err := u.Setattr("/mine", change.sa); err == nil {
+			t.Errorf("uid 4242 gave its file away %s", change.what)
+		}
+	}
+	if err := u.Setattr("/mine", nfsc.Sattr3{GID: nfsc.SetUID{SetIt: true, UID: 4242}}); err != nil {
+		t.Errorf("uid 4242 giving its file to its own group: %v", err)
+	}
+	if got := plasmaOwner(t, c, "/mine"); got != "4242:4242" {
+		t.Errorf("uid 4242's file belongs to %s after the refused changes", got)
+	}
+	// Answered as knfsd does (the file is there; its mode is not the
+	// caller's to set), which is not what this checks.
+	u.Create("/bobs", 0o666) // UNCHECKED, with a mode
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	fi, err := cl.Auto(client.Durable).Lstat(context.Background(), "/bobs")
+	mustOK(t, "stat /bobs", err)
+	if fi.User != "5151" || fi.Mode.Perm() != 0o600 {
+		t.Errorf("bob's file after uid 4242's CREATE: owner %s mode %o, want 5151 and 600", fi.User, fi.Mode.Perm())
+	}
 }

@@ -195,6 +195,29 @@ func (b *Bridge) ownerOrRoot(ctx context.Context, ino uint64) error {
 	return nil
 }
 
+// mayChown checks the owner and group sa gives ino, as chown(2) does:
+// only root gives a file to another user; anyone else names only itself
+// and its own group (the bridge knows only the caller's primary group),
+// or leaves them as they are. The bridge's credential is usually a
+// superuser's, which the namenode would let do anything.
+func (b *Bridge) mayChown(ctx context.Context, ino uint64, sa sattr) error {
+	c := b.callerIn(ctx)
+	if c.root() {
+		return nil
+	}
+	a, err := b.v.GetAttr(ctx, ino)
+	if err != nil {
+		return err
+	}
+	if sa.uid != nil && *sa.uid != c.uid && *sa.uid != b.v.UID(a.User) {
+		return syscall.EPERM
+	}
+	if sa.gid != nil && *sa.gid != c.gid && *sa.gid != b.v.GID(a.Group) {
+		return syscall.EPERM
+	}
+	return nil
+}
+
 func rejectWith(accept uint32) procHandler {
 	return func([]byte) ([]byte, uint32) { return nil, accept }
 }
@@ -953,12 +976,14 @@ func verfTime(verf []byte) time.Time {
 
 func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32, sa sattr, verf []byte) (uint64, error) {
 	if how == createUnchecked {
-		// An existing file is kept (and given the attributes asked for).
+		// An existing file is kept, with only the size asked for (as
+		// knfsd does): its mode and owner are its owner's to change,
+		// and the caller may only be allowed to write in the directory.
 		if a, err := b.v.Lookup(ctx, dir, name); err == nil {
 			if a.Type != client.TypeFile {
 				return 0, syscall.EEXIST
 			}
-			return a.Ino, b.applySattr(ctx, a.Ino, sa, true)
+			return a.Ino, b.applySattr(ctx, a.Ino, sattr{size: sa.size}, true)
 		}
 	}
 	mode := uint32(0o644)
@@ -992,8 +1017,14 @@ func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32
 }
 
 // applySattr sets what sa asks of ino (its mode too with withMode), after
-// a create that could not take it all.
+// a create that could not take it all, if the caller may.
 func (b *Bridge) applySattr(ctx context.Context, ino uint64, sa sattr, withMode bool) error {
+	if !withMode {
+		sa.mode = nil
+	}
+	if err := b.maySetAttr(ctx, ino, sa); err != nil {
+		return err
+	}
 	if r, any := sa.req(withMode); any {
 		_, err := b.v.SetAttr(ctx, ino, r)
 		return err
@@ -1050,6 +1081,11 @@ func (b *Bridge) nfsSetAttr(ctx context.Context, args []byte) ([]byte, uint32) {
 func (b *Bridge) maySetAttr(ctx context.Context, ino uint64, sa sattr) error {
 	if sa.mode != nil || sa.uid != nil || sa.gid != nil {
 		if err := b.ownerOrRoot(ctx, ino); err != nil {
+			return err
+		}
+	}
+	if sa.uid != nil || sa.gid != nil {
+		if err := b.mayChown(ctx, ino, sa); err != nil {
 			return err
 		}
 	}
