@@ -17,7 +17,8 @@ import (
 // TestNFSCreatesForTheCaller: files, directories and symbolic links made
 // over NFS by a caller with AUTH_UNIX uid/gid 65534 (nobody/nogroup on
 // Debian) belong to that user in PlasmaFS, as through the FUSE mount;
-// without a credential they belong to the bridge's user.
+// made by root (uid 0, with -no-root-squash) they belong to the bridge's
+// user (calls without a credential: nfs_identity_test.go).
 func TestNFSCreatesForTheCaller(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	b := startNFS(t, c)
@@ -31,9 +32,9 @@ func TestNFSCreatesForTheCaller(t *testing.T) {
 	}
 	root := dialNFS(t, b.Addr)
 	_, err := root.Mkdir("/shared", 0o777)
-	mustOK(t, "mkdir /shared (no credential)", err)
+	mustOK(t, "mkdir /shared (uid 0)", err)
 	if got := owner("/shared"); got == "nobody:nogroup" {
-		t.Fatalf("/shared made without a credential belongs to %s", got)
+		t.Fatalf("/shared made by uid 0 belongs to %s", got)
 	}
 	nobody := dialNFSAs(t, b.Addr, rpc.NewAuthUnix("client", 65534, 65534).Auth())
 	_, err = nobody.Create("/shared/file", 0o644)

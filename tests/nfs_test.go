@@ -30,11 +30,20 @@ type nfsBridge struct {
 }
 
 // startNFS starts 'plasma nfs' on a free loopback port and returns once
-// it listens.
+// it listens. It serves uid 0 as root (-no-root-squash): the tests act as
+// root (dialNFS, and libnfs run by root), as the owner of what the
+// cluster's superuser made (nfs_identity_test.go tests squashing).
 func startNFS(t *testing.T, c *clustertest.Procs, args ...string) *nfsBridge {
 	t.Helper()
+	return startNFSArgs(t, c, append([]string{"-listen", "127.0.0.1:0", "-no-root-squash"}, args...)...)
+}
+
+// startNFSArgs starts 'plasma nfs' with exactly args and returns once it
+// listens.
+func startNFSArgs(t *testing.T, c *clustertest.Procs, args ...string) *nfsBridge {
+	t.Helper()
 	b := &nfsBridge{done: make(chan struct{})}
-	b.cmd = exec.Command(c.Bin, append([]string{"nfs", "-listen", "127.0.0.1:0"}, args...)...)
+	b.cmd = exec.Command(c.Bin, append([]string{"nfs"}, args...)...)
 	b.cmd.Env = append(c.Env(), os.Getenv("PLASMA_NFS_ENV"))
 	b.cmd.Stderr = os.Stderr
 	out, err := b.cmd.StdoutPipe()
@@ -69,10 +78,11 @@ func startNFS(t *testing.T, c *clustertest.Procs, args ...string) *nfsBridge {
 	return b
 }
 
-// dialNFS mounts the bridge's export with the Go NFSv3 client.
+// dialNFS mounts the bridge's export with the Go NFSv3 client, as root
+// (AUTH_UNIX uid 0: calls without a credential are anonymous).
 func dialNFS(t *testing.T, addr string) *nfsc.Target {
 	t.Helper()
-	return dialNFSAs(t, addr, rpc.AuthNull)
+	return dialNFSAs(t, addr, rpc.NewAuthUnix("client", 0, 0).Auth())
 }
 
 // dialNFSAs mounts the export with the credential auth on every call.

@@ -41,7 +41,8 @@ func NFS(ctx context.Context, c *client.Client, o NFSOptions) (*Report, error) {
 
 	v := vfs.New(c, vfs.Options{Sync: true, WriteBack: true})
 	defer v.Close()
-	b, err := nfsbridge.New(ctx, v, "/")
+	// nfs-cp runs as the invoking user, often root: serve it as such.
+	b, err := nfsbridge.New(ctx, v, "/", nfsbridge.Options{NoRootSquash: true})
 	if err != nil {
 		return nil, err
 	}

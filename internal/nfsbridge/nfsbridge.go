@@ -29,6 +29,15 @@
 // had not committed. Readdir pages come from one listing per cookie
 // verifier (the directory is read in namenode pages).
 //
+// # Callers
+//
+// AUTH_UNIX authenticates nobody, so the bridge limits what a claimed uid
+// is worth (identity.go): uid 0, and calls without an AUTH_UNIX
+// credential, are served as an anonymous identity unless the export says
+// otherwise (Options), and the anonymous identity has other's rights on
+// everything but what is its own by name. Which machines may connect at
+// all is a listener wrapper's business (Gate, clients.go).
+//
 // # go-nfs v0.0.4 limitations worked around here
 //
 // go-nfs registers its procedures with functions of an unexported type,
@@ -94,6 +103,7 @@ type Bridge struct {
 	v    *vfs.VFS
 	root uint64 // inode of the export
 	fs   *billyFS
+	id   identity // who callers are served as
 
 	// async: the VFS commits metadata operations Async (plasma nfs
 	// -async); otherwise each is durable before the reply.
@@ -110,8 +120,9 @@ type listing struct {
 	entries []os.FileInfo
 }
 
-// New returns a bridge exporting directory export (a PlasmaFS path) of v.
-func New(ctx context.Context, v *vfs.VFS, export string) (*Bridge, error) {
+// New returns a bridge exporting directory export (a PlasmaFS path) of v,
+// serving its callers as o says.
+func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, error) {
 	if export == "" {
 		export = "/"
 	}
@@ -122,7 +133,7 @@ func New(ctx context.Context, v *vfs.VFS, export string) (*Bridge, error) {
 	if !a.IsDir() {
 		return nil, fmt.Errorf("export %s: not a directory", export)
 	}
-	b := &Bridge{v: v, root: a.Ino, verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
+	b := &Bridge{v: v, root: a.Ino, id: newIdentity(v, o), verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
 	b.fs = &billyFS{b: b}
 	return b, nil
 }

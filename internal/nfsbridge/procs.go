@@ -67,31 +67,31 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 		}
 		switch h.proc {
 		case procSetAttr:
-			return bind(h, b.nfsSetAttr)
+			return b.bind(h, b.nfsSetAttr)
 		case procCreate:
-			return bind(h, b.nfsCreate)
+			return b.bind(h, b.nfsCreate)
 		case procLookup:
-			return bind(h, b.checkDir(mayExec))
+			return b.bind(h, b.checkDir(mayExec))
 		case procReadDir, procReadDirPlus:
-			return bind(h, b.checkDir(mayRead))
+			return b.bind(h, b.checkDir(mayRead))
 		case procMkdir:
-			return bind(h, b.nfsMkdir)
+			return b.bind(h, b.nfsMkdir)
 		case procSymlink:
-			return bind(h, b.nfsSymlink)
+			return b.bind(h, b.nfsSymlink)
 		case procRead:
-			return bind(h, b.nfsRead)
+			return b.bind(h, b.nfsRead)
 		case procWrite:
-			return bind(h, b.nfsWrite)
+			return b.bind(h, b.nfsWrite)
 		case procCommit:
 			return b.nfsCommit
 		case procLink:
-			return bind(h, b.nfsLink)
+			return b.bind(h, b.nfsLink)
 		case procRemove:
-			return bind(h, b.nfsRemove)
+			return b.bind(h, b.nfsRemove)
 		case procRmdir:
-			return bind(h, b.nfsRmdir)
+			return b.bind(h, b.nfsRmdir)
 		case procRename:
-			return bind(h, b.nfsRename)
+			return b.bind(h, b.nfsRename)
 		case procFSInfo:
 			return b.nfsFSInfo
 		}
@@ -119,23 +119,9 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 	return rejectWith(progUnavail)
 }
 
-// callerCtx carries the call's AUTH_UNIX user and group, so that what
-// it creates is theirs (as through the FUSE mount, the namenode honours
-// this only when the bridge's credential is a superuser's) and its
-// access is checked for them (access).
-func callerCtx(h rpcCallHeader) context.Context {
-	if h.unix == nil {
-		return context.Background()
-	}
-	ctx := vfs.WithCaller(context.Background(), vfs.Caller{UID: h.unix.uid, GID: h.unix.gid})
-	return context.WithValue(ctx, unixKey{}, h.unix)
-}
-
-type unixKey struct{}
-
 // bind gives a handler the context of the call h.
-func bind(h rpcCallHeader, f func(ctx context.Context, args []byte) ([]byte, uint32)) procHandler {
-	return func(args []byte) ([]byte, uint32) { return f(callerCtx(h), args) }
+func (b *Bridge) bind(h rpcCallHeader, f func(ctx context.Context, args []byte) ([]byte, uint32)) procHandler {
+	return func(args []byte) ([]byte, uint32) { return f(b.callerCtx(h), args) }
 }
 
 // Access bits (as access(2) and vfs.Access take them).
@@ -144,17 +130,6 @@ const (
 	mayWrite = 2
 	mayExec  = 1
 )
-
-// access checks that the call's AUTH_UNIX caller may use inode ino as
-// mask asks (no kernel checks for NFS callers, as one does for the FUSE
-// mount). A call without a credential acts with the bridge's rights.
-func (b *Bridge) access(ctx context.Context, ino uint64, mask uint32) error {
-	u, ok := ctx.Value(unixKey{}).(*authUnix)
-	if !ok {
-		return nil
-	}
-	return b.v.Access(ctx, ino, mask, u.uid, []uint32{u.gid})
-}
 
 // checkDir is LOOKUP's (mask: search) and READDIR's (mask: read) check
 // of an AUTH_UNIX caller's access to the directory, in front of go-nfs,
@@ -189,15 +164,15 @@ func (b *Bridge) mayChangeEntry(ctx context.Context, dir uint64, name string) er
 	if err := b.access(ctx, dir, mayWrite|mayExec); err != nil {
 		return err
 	}
-	u, ok := ctx.Value(unixKey{}).(*authUnix)
-	if !ok || u.uid == 0 {
+	c := b.callerIn(ctx)
+	if c.root() {
 		return nil
 	}
 	da, err := b.v.GetAttr(ctx, dir)
-	if err != nil || da.Mode&os.ModeSticky == 0 || b.v.UID(da.User) == u.uid {
+	if err != nil || da.Mode&os.ModeSticky == 0 || b.owns(c, da) {
 		return err
 	}
-	if a, err := b.v.Lookup(ctx, dir, name); err == nil && b.v.UID(a.User) != u.uid {
+	if a, err := b.v.Lookup(ctx, dir, name); err == nil && !b.owns(c, a) {
 		return syscall.EACCES
 	}
 	return nil
@@ -206,15 +181,38 @@ func (b *Bridge) mayChangeEntry(ctx context.Context, dir uint64, name string) er
 // ownerOrRoot checks that the caller owns ino (or is root), as changing
 // its mode or owner requires.
 func (b *Bridge) ownerOrRoot(ctx context.Context, ino uint64) error {
-	u, ok := ctx.Value(unixKey{}).(*authUnix)
-	if !ok || u.uid == 0 {
+	c := b.callerIn(ctx)
+	if c.root() {
 		return nil
 	}
 	a, err := b.v.GetAttr(ctx, ino)
 	if err != nil {
 		return err
 	}
-	if b.v.UID(a.User) != u.uid {
+	if !b.owns(c, a) {
+		return syscall.EPERM
+	}
+	return nil
+}
+
+// mayChown checks the owner and group sa gives ino, as chown(2) does:
+// only root gives a file to another user; anyone else names only itself
+// and its own group (the bridge knows only the caller's primary group),
+// or leaves them as they are. The bridge's credential is usually a
+// superuser's, which the namenode would let do anything.
+func (b *Bridge) mayChown(ctx context.Context, ino uint64, sa sattr) error {
+	c := b.callerIn(ctx)
+	if c.root() {
+		return nil
+	}
+	a, err := b.v.GetAttr(ctx, ino)
+	if err != nil {
+		return err
+	}
+	if sa.uid != nil && *sa.uid != c.uid && *sa.uid != b.v.UID(a.User) {
+		return syscall.EPERM
+	}
+	if sa.gid != nil && *sa.gid != c.gid && *sa.gid != b.v.GID(a.Group) {
 		return syscall.EPERM
 	}
 	return nil
@@ -978,12 +976,14 @@ func verfTime(verf []byte) time.Time {
 
 func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32, sa sattr, verf []byte) (uint64, error) {
 	if how == createUnchecked {
-		// An existing file is kept (and given the attributes asked for).
+		// An existing file is kept, with only the size asked for (as
+		// knfsd does): its mode and owner are its owner's to change,
+		// and the caller may only be allowed to write in the directory.
 		if a, err := b.v.Lookup(ctx, dir, name); err == nil {
 			if a.Type != client.TypeFile {
 				return 0, syscall.EEXIST
 			}
-			return a.Ino, b.applySattr(ctx, a.Ino, sa, true)
+			return a.Ino, b.applySattr(ctx, a.Ino, sattr{size: sa.size}, true)
 		}
 	}
 	mode := uint32(0o644)
@@ -1017,8 +1017,14 @@ func (b *Bridge) create(ctx context.Context, dir uint64, name string, how uint32
 }
 
 // applySattr sets what sa asks of ino (its mode too with withMode), after
-// a create that could not take it all.
+// a create that could not take it all, if the caller may.
 func (b *Bridge) applySattr(ctx context.Context, ino uint64, sa sattr, withMode bool) error {
+	if !withMode {
+		sa.mode = nil
+	}
+	if err := b.maySetAttr(ctx, ino, sa); err != nil {
+		return err
+	}
 	if r, any := sa.req(withMode); any {
 		_, err := b.v.SetAttr(ctx, ino, r)
 		return err
@@ -1075,6 +1081,11 @@ func (b *Bridge) nfsSetAttr(ctx context.Context, args []byte) ([]byte, uint32) {
 func (b *Bridge) maySetAttr(ctx context.Context, ino uint64, sa sattr) error {
 	if sa.mode != nil || sa.uid != nil || sa.gid != nil {
 		if err := b.ownerOrRoot(ctx, ino); err != nil {
+			return err
+		}
+	}
+	if sa.uid != nil || sa.gid != nil {
+		if err := b.mayChown(ctx, ino, sa); err != nil {
 			return err
 		}
 	}
