@@ -393,11 +393,12 @@ func TestMRTaskAlwaysFails(t *testing.T) {
 }
 
 // startTaskServer starts 'plasma mr taskserver' paired with datanode dn
-// and returns the process and its address.
-func startTaskServer(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc, tokenFile string) (*exec.Cmd, string) {
+// with options extra and returns the process and its address.
+func startTaskServer(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(c.Bin, "mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", dn.Addr, "-slots", "2", "-token-file", tokenFile,
-		"-credential", c.IssueCredential("taskserver", auth.RoleTaskServer))
+	args := []string{"mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", dn.Addr, "-slots", "2",
+		"-credential", c.IssueCredential("taskserver", auth.RoleTaskServer)}
+	cmd := exec.Command(c.Bin, append(args, extra...)...)
 	cmd.Env = c.Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -430,7 +431,7 @@ func TestMRTaskServers(t *testing.T) {
 	var addrs []string
 	procs := map[string]*exec.Cmd{}
 	for _, dn := range c.DNs {
-		p, a := startTaskServer(t, c, dn, tokenFile)
+		p, a := startTaskServer(t, c, dn, "-token-file", tokenFile)
 		addrs = append(addrs, a)
 		procs[a] = p
 	}
