@@ -106,10 +106,26 @@ type jobClients struct {
 }
 
 type jobClient struct {
-	c     *client.Client
-	users int
-	ready chan struct{} // closed once c (or err) is set
-	err   error
+	c      *client.Client
+	users  int
+	ready  chan struct{} // closed once c (or err) is set
+	err    error
+	expire *time.Timer // closes c when the credential expires
+	once   sync.Once
+}
+
+// close closes the client, once: when the job's last task here ends or
+// the credential expires, whichever comes first (a task still running
+// then fails: its credential is no longer valid).
+func (jc *jobClient) close() {
+	jc.once.Do(func() {
+		if jc.expire != nil {
+			jc.expire.Stop()
+		}
+		if jc.c != nil {
+			jc.c.Close()
+		}
+	})
 }
 
 func newJobClients(cfg client.Config, own *auth.Credential) *jobClients {
@@ -134,8 +150,10 @@ func (j *jobClients) checkDelegated(pem []byte, t Task, peer *auth.Identity) (*a
 		return nil, fmt.Errorf("the task's credential (of %s) is not a delegated one: task servers take only credentials the namenode delegated for the job", id.User)
 	case id.Job != t.Job:
 		return nil, fmt.Errorf("the task's credential was delegated for job %s, not %s", id.Job, t.Job)
-	case peer == nil || peer.User != id.User:
-		return nil, fmt.Errorf("the task's credential is %s's, but %v sent it", id.User, peer)
+	case peer == nil:
+		return nil, fmt.Errorf("the task's credential is %s's, but an unauthenticated peer sent it", id.User)
+	case peer.User != id.User:
+		return nil, fmt.Errorf("the task's credential is %s's, but %s sent it", id.User, peer.User)
 	}
 	if err := cred.Verify(j.ca.CA); err != nil {
 		return nil, err
@@ -168,14 +186,17 @@ func (j *jobClients) acquire(ctx context.Context, t Task, peer *auth.Identity) (
 			delete(j.m, key)
 		}
 		j.mu.Unlock()
-		if last && jc.c != nil {
-			jc.c.Close()
+		if last {
+			jc.close()
 		}
 	}
 	if first {
 		cfg := j.cfg
 		cfg.Credential = cred
 		jc.c, jc.err = client.New(context.WithoutCancel(ctx), cfg)
+		if jc.err == nil {
+			jc.expire = time.AfterFunc(time.Until(cred.Expires()), jc.close)
+		}
 		close(jc.ready)
 	} else {
 		<-jc.ready

@@ -17,6 +17,7 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/mapred"
 )
 
 // Issue 19 item 6: MapReduce tasks on task servers run with their
@@ -248,5 +249,90 @@ func TestMRClusterUpOrdinaryUser(t *testing.T) {
 		if resp := plainHTTP(t, a); strings.HasPrefix(resp, "HTTP/") {
 			t.Errorf("task server %s answered plain HTTP:\n%s", a, resp)
 		}
+	}
+}
+
+// TestMRTaskServerChecksCredentials: a coordinator that speaks the task
+// protocol itself gets nothing a job of 'mr run' would not: the task
+// server refuses a task without a delegated credential, with the
+// submitter's own full credential, with a credential delegated for another
+// job or to another user; with alice's delegated credential a map over
+// root's 0600 file fails with a permission error. A delegated credential
+// asks the namenode for no other and is no superuser, even when the
+// superuser asked for it.
+func TestMRTaskServerChecksCredentials(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	_, addr := startTaskServer(t, c, c.DNs[0])
+	mrPut(t, c, "/private", map[string][]byte{"secret": []byte("root's secret\n")})
+	c.MustRun("chmod", "600", "/private/secret")
+	ctx := context.Background()
+
+	aliceFile := c.IssueCredential("alice", auth.RoleUser)
+	alice := c.Client(client.Config{CredentialFile: aliceFile})
+	defer alice.Close()
+	aliceFull, err := auth.LoadCredential(aliceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := c.Client(client.Config{CredentialFile: c.IssueCredential("bob", auth.RoleUser)})
+	defer bob.Close()
+	delegated := func(cl *client.Client, job string) []byte {
+		t.Helper()
+		cred, err := cl.Delegate(ctx, job, time.Hour)
+		if err != nil {
+			t.Fatalf("delegate: %v", err)
+		}
+		return cred.PEM()
+	}
+	r, err := mapred.Dial(ctx, addr, alice, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := mapred.Task{Job: "job-1", Kind: "map", Dir: "/tmp-job-1", Command: "cat", Partitions: 1, SortBuffer: 1 << 20,
+		Input: "/private/secret", End: 1 << 20}
+	for _, tc := range []struct {
+		what string
+		cred []byte
+		want string
+	}{
+		{"no credential", nil, "no delegated credential"},
+		{"alice's own credential", aliceFull.PEM(), "not a delegated one"},
+		{"a credential for another job", delegated(alice, "job-2"), "delegated for job job-2"},
+		{"bob's delegated credential", delegated(bob, "job-1"), "bob's"},
+		{"alice's delegated credential", delegated(alice, "job-1"), "permission denied"},
+	} {
+		task.Credential = tc.cred
+		res, err := r.Run(ctx, task)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		t.Logf("task with %s: %s", tc.what, res.Error)
+		if !strings.Contains(res.Error, tc.want) {
+			t.Errorf("task with %s: error %q, want %q", tc.what, res.Error, tc.want)
+		}
+	}
+
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	cred, err := admin.Delegate(ctx, "job-3", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := c.Client(client.Config{Credential: cred})
+	defer dc.Close()
+	if _, err := dc.Delegate(ctx, "job-4", time.Hour); err == nil || !strings.Contains(err.Error(), "delegated") {
+		t.Errorf("a delegated credential got another: %v", err)
+	}
+	if err := dc.Backup(ctx, filepath.Join(t.TempDir(), "backup.db")); err == nil || !strings.Contains(err.Error(), "superuser") {
+		t.Errorf("the superuser's delegated credential made a backup (superuser only): %v", err)
+	}
+	if _, err := dc.Lookup(ctx, "/private/secret"); err != nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	if err := dc.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		_, err := tx.Open(ctx, "/private/secret")
+		return err
+	}); err != nil {
+		t.Errorf("the superuser's delegated credential (user admin) cannot open admin's own file: %v", err)
 	}
 }

@@ -221,6 +221,19 @@ The first line printed is the address it listens on.`, true)
 		cfg.CredentialFile = *credFile
 	}
 	level := mapred.TaskLevel(cfg.Security)
+	if level != auth.None {
+		if cfg.CredentialFile == "" {
+			return usagef("a task server needs its own credential of role taskserver: -credential FILE (issue one with 'plasma admin user add NAME -taskserver')")
+		}
+		cred, err := auth.LoadCredential(cfg.CredentialFile)
+		if err != nil {
+			return fmt.Errorf("task server credential: %w", err)
+		}
+		if cred.Identity.Role != auth.RoleTaskServer {
+			return usagef("-credential %s is of role %s, not taskserver (issue one with 'plasma admin user add NAME -taskserver')", cfg.CredentialFile, cred.Identity.Role)
+		}
+		cfg.Credential = cred
+	}
 	if host, _, err := net.SplitHostPort(*listen); level == auth.None && token == "" && (err != nil || !isLoopback(host)) {
 		return usagef("-listen %s: at security level none, without -token-file a task server listens on a loopback address only", *listen)
 	}
@@ -251,7 +264,7 @@ The first line printed is the address it listens on.`, true)
 	}
 	ts, err := mapred.NewTaskServer(c, c.Credential(), w, *slots)
 	if err != nil {
-		return fmt.Errorf("%w (-credential %s)", err, cfg.CredentialFile)
+		return err
 	}
 	ts.Token, ts.User = token, user
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
