@@ -76,8 +76,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cred *auth.Credential
-	if cfg.CredentialFile != "" {
+	cred := cfg.Credential
+	if cred != nil {
+		cfg.User, cfg.Group = cred.Identity.User, cred.Identity.PrimaryGroup()
+	} else if cfg.CredentialFile != "" {
 		if cred, err = auth.LoadCredential(cfg.CredentialFile); err != nil {
 			return nil, fmt.Errorf("credential: %w", err)
 		}

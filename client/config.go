@@ -2,7 +2,9 @@ package client
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/plasmafs/plasma/internal/auth"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +28,10 @@ type Config struct {
 	// CredentialFile is the user's credential ('plasma admin user add'),
 	// needed above level none.
 	CredentialFile string
+	// Credential, if set, is used instead of CredentialFile (a delegated
+	// credential a MapReduce task server got with a task; see
+	// Client.Delegate).
+	Credential *auth.Credential
 	// KeepaliveInterval is how often the client tells the namenode that it
 	// is alive, which keeps its open transactions (readers that need no
 	// namenode request for hours) from being aborted as idle. Zero means a

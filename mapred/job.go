@@ -140,6 +140,35 @@ type Options struct {
 	Runners []Runner
 	// Log receives progress lines.
 	Log io.Writer
+	// CredentialLifetime is how long the credential delegated to the
+	// job's tasks on task servers stays valid (default
+	// DefaultCredentialLifetime): a job that runs longer fails.
+	CredentialLifetime time.Duration
+}
+
+// DefaultCredentialLifetime is the default Options.CredentialLifetime.
+const DefaultCredentialLifetime = 24 * time.Hour
+
+// delegatingRunner is a runner whose tasks carry the job's delegated
+// credential.
+type delegatingRunner interface{ needsDelegation() bool }
+
+// delegate asks the namenode for the credential the job's tasks run with
+// on task servers, if a runner needs one (nil otherwise).
+func delegate(ctx context.Context, c *client.Client, runners []Runner, job string, lifetime time.Duration) ([]byte, error) {
+	for _, r := range runners {
+		if d, ok := r.(delegatingRunner); ok && d.needsDelegation() {
+			if lifetime <= 0 {
+				lifetime = DefaultCredentialLifetime
+			}
+			cred, err := c.Delegate(ctx, job, lifetime)
+			if err != nil {
+				return nil, fmt.Errorf("a credential for the job's tasks on the task servers: %w", err)
+			}
+			return cred.PEM(), nil
+		}
+	}
+	return nil, nil
 }
 
 func newJobID() string {
@@ -299,11 +328,15 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("input %s is not a directory", j.Input)
 	}
+	cred, err := delegate(ctx, c, runners, id, opt.CredentialLifetime)
+	if err != nil {
+		return nil, err
+	}
 	logf("Job %s (%s): planning", id, j.Name)
 	host, _ := os.Hostname()
 	st := &Status{JobID: id, Name: j.Name, State: StateRunning, Phase: "planning", Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log,
 		ReduceTasks: j.Partitions, Host: host, PID: os.Getpid(), Started: start}
-	err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+	err = c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 		if _, err := tx.MkdirAll(ctx, j.Work, 0o755); err != nil {
 			return err
 		}
@@ -343,7 +376,7 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	st.MapTasks = len(splits)
 	mu.Unlock()
 
-	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs}
+	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs, Credential: cred}
 	var maps []*taskState
 	for i, s := range splits {
 		t := base

@@ -43,6 +43,11 @@ type Task struct {
 
 	// Reduce: the map outputs; the task reads partition Index of each.
 	Inputs []string
+
+	// Credential is the job's delegated credential (PEM, with its key),
+	// which a task server runs the task with; only over connections at
+	// security level privacy.
+	Credential []byte `json:",omitempty"`
 }
 
 // Name is the task's name, e.g. map-00003.
@@ -128,9 +133,22 @@ type Worker struct {
 // Execute runs one task attempt with client c. It never panics on a task
 // error: failures are in Result.Error.
 func Execute(ctx context.Context, c *client.Client, w Worker, t Task) Result {
-	e := &exec1{c: c, w: w, t: t, stderr: &tailBuffer{}}
+	return executeAs(ctx, c, w, t, nil)
+}
+
+// executeAs is Execute with the commands run as OS account u (nil: as
+// this process), each attempt in a working directory of its own.
+func executeAs(ctx context.Context, c *client.Client, w Worker, t Task, u *TaskUser) Result {
+	e := &exec1{c: c, w: w, t: t, stderr: &tailBuffer{}, user: u}
 	e.res.Worker = w.Name
 	var err error
+	if u != nil {
+		if e.dir, err = u.workDir(t.AttemptName()); err != nil {
+			e.res.Error = err.Error()
+			return e.res
+		}
+		defer os.RemoveAll(e.dir)
+	}
 	switch t.Kind {
 	case "map":
 		err = e.runMap(ctx)
@@ -153,6 +171,8 @@ type exec1 struct {
 	t      Task
 	res    Result
 	stderr *tailBuffer
+	user   *TaskUser // run commands as this account (nil: as this process)
+	dir    string    // the commands' working directory (with user)
 	// scratch is the transaction of spill and merge files: never
 	// committed, so they cost no commit and vanish with it.
 	scratch  *client.Txn
@@ -179,7 +199,11 @@ func (e *exec1) endScratch(ctx context.Context) {
 
 func (e *exec1) env() []string {
 	t := e.t
-	env := append(os.Environ(),
+	env := os.Environ()
+	if e.user != nil {
+		env = e.user.environ(e.dir)
+	}
+	env = append(env,
 		"PLASMAMR_JOB_ID="+t.Job,
 		"PLASMAMR_TASK="+t.Name(),
 		"PLASMAMR_ATTEMPT="+strconv.Itoa(t.Attempt),
@@ -270,6 +294,10 @@ func (e *exec1) commandOf(ctx context.Context, shell string) *exec.Cmd {
 	cmd.Env = e.env()
 	cmd.Stderr = e.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if e.user != nil {
+		cmd.SysProcAttr.Credential = e.user.credential()
+		cmd.Dir = e.dir
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 )
 
 // TaskServer runs task attempts for coordinators over HTTP:
@@ -19,17 +21,31 @@ import (
 //	GET  /info  {"Name": ..., "Node": datanode identity, "Slots": n}
 //	POST /task  a Task in JSON; answers with its Result once it ends
 //
+// The HTTP runs inside the cluster's connection security (auth.Server at
+// TaskLevel: TLS 1.3 with certificates on both sides), so only holders of
+// a cluster credential reach it and nothing travels in clear. A task runs
+// with the delegated credential it carries (its submitter's, for its job;
+// jobClients), its commands as the unprivileged OS account User.
+//
 // An attempt is stopped (its command killed, its transactions aborted)
 // when the coordinator's request goes away.
 type TaskServer struct {
+	// C is the task server's own client: it runs tasks only at security
+	// level none, where there are no identities to delegate.
 	C     *client.Client
 	W     Worker
 	Slots int
 	// Token, if set, must come with every request as "Authorization:
-	// Bearer TOKEN": whoever may submit tasks runs commands as this
-	// process's user with its PlasmaFS credential.
+	// Bearer TOKEN", in addition to the connection's credential.
 	Token string
-	sem   chan struct{}
+	// User, if set, is the OS account task commands run as.
+	User *TaskUser
+	// Credential is the task server's own (role taskserver): it serves TLS
+	// with it and checks delegated credentials against its CA.
+	Credential *auth.Credential
+	level      auth.Level
+	jobs       *jobClients
+	sem        chan struct{}
 }
 
 // Info is a task server's answer to GET /info.
@@ -39,9 +55,42 @@ type Info struct {
 	Slots int
 }
 
-// NewTaskServer makes a task server running at most slots attempts at once.
-func NewTaskServer(c *client.Client, w Worker, slots int) *TaskServer {
-	return &TaskServer{C: c, W: w, Slots: slots, sem: make(chan struct{}, slots)}
+// TaskLevel is the security level of task server connections for a
+// cluster whose namenode level is nn: privacy (tasks carry a private key),
+// or none on a cluster that authenticates nobody.
+func TaskLevel(nn string) auth.Level {
+	if l, err := auth.ParseLevel(nn); err == nil && l == auth.None {
+		return auth.None
+	}
+	return auth.Privacy
+}
+
+// NewTaskServer makes a task server running at most slots attempts at
+// once with c's cluster configuration; cred is its own credential (role
+// taskserver; nil only at security level none).
+func NewTaskServer(c *client.Client, cred *auth.Credential, w Worker, slots int) (*TaskServer, error) {
+	cfg := c.Config()
+	level := TaskLevel(cfg.Security)
+	if level != auth.None && (cred == nil || cred.Identity.Role != auth.RoleTaskServer) {
+		return nil, errors.New("a task server needs a credential of role taskserver (issue one with 'plasma admin user add NAME -taskserver')")
+	}
+	return &TaskServer{C: c, W: w, Slots: slots, Credential: cred, level: level, jobs: newJobClients(cfg, cred),
+		sem: make(chan struct{}, slots)}, nil
+}
+
+// Serve serves coordinators on ln until it is closed or ctx ends.
+func (s *TaskServer) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: time.Minute,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, c)
+		}}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	err := srv.Serve(&secureListener{Listener: ln, level: s.level, cred: s.Credential})
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -58,12 +107,19 @@ func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			http.Error(rw, "bad task: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		c, release, err := s.clientFor(r.Context(), t, peerOf(r.Context()))
+		if err != nil {
+			// A failed attempt, not a failed runner: the job reports why.
+			json.NewEncoder(rw).Encode(Result{Error: err.Error(), Worker: s.W.Name})
+			return
+		}
+		defer release()
 		select {
 		case s.sem <- struct{}{}:
 		case <-r.Context().Done():
 			return
 		}
-		res := Execute(r.Context(), s.C, s.W, t)
+		res := executeAs(r.Context(), c, s.W, t, s.User)
 		<-s.sem
 		json.NewEncoder(rw).Encode(res)
 	default:
@@ -71,20 +127,47 @@ func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// clientFor is the client task t runs with: its job's delegated
+// credential's, or at level none the task server's own.
+func (s *TaskServer) clientFor(ctx context.Context, t Task, peer *auth.Identity) (*client.Client, func(), error) {
+	if s.level == auth.None {
+		return s.C, func() {}, nil
+	}
+	return s.jobs.acquire(ctx, t, peer)
+}
+
 // Remote is a Runner for a task server.
 type Remote struct {
 	Addr  string
 	token string
+	level auth.Level
 	info  Info
 	hc    *http.Client
 }
 
-// Dial asks the task server at addr who it is; token is its token ("" if
-// it has none).
-func Dial(ctx context.Context, addr, token string) (*Remote, error) {
-	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 64}
-	r := &Remote{Addr: addr, token: token, hc: &http.Client{Transport: tr}}
+// Dial asks the task server at addr who it is, connecting with the
+// security and credential of client c; token is its token ("" if it has
+// none).
+func Dial(ctx context.Context, addr string, c *client.Client, token string) (*Remote, error) {
+	level, cred := TaskLevel(c.Config().Security), c.Credential()
+	if level != auth.None && cred == nil {
+		return nil, fmt.Errorf("task server %s: a credential is needed", addr)
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64,
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			raw, err := dialer.DialContext(ctx, network, a)
+			if err != nil {
+				return nil, err
+			}
+			sc, err := auth.Client(raw, level, cred, auth.RoleTaskServer)
+			if err != nil {
+				raw.Close()
+				return nil, err
+			}
+			return sc, nil
+		}}
+	r := &Remote{Addr: addr, token: token, level: level, hc: &http.Client{Transport: tr}}
 	if err := r.getInfo(ctx); err != nil {
 		return nil, fmt.Errorf("task server %s: %w", addr, err)
 	}
@@ -122,6 +205,10 @@ func (r *Remote) Slots() int     { return r.info.Slots }
 func (r *Remote) Alive(ctx context.Context) bool {
 	return r.getInfo(ctx) == nil
 }
+
+// needsDelegation: tasks sent to an authenticated task server carry the
+// job's delegated credential.
+func (r *Remote) needsDelegation() bool { return r.level != auth.None }
 
 func (r *Remote) Run(ctx context.Context, t Task) (Result, error) {
 	b, err := json.Marshal(t)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,9 +13,9 @@ import (
 
 // MapReduce on a 'plasma cluster up' cluster: its task servers.
 
-// clusterTaskServers returns the task servers and token file the
-// cluster's client configuration names.
-func (lc *localCluster) taskServers() ([]string, string) {
+// taskServers returns the task servers the cluster's client
+// configuration names.
+func (lc *localCluster) taskServers() []string {
 	b, err := os.ReadFile(filepath.Join(lc.home, ".plasmafs"))
 	if err != nil {
 		lc.t.Fatal(err)
@@ -23,11 +24,7 @@ func (lc *localCluster) taskServers() ([]string, string) {
 	for _, m := range regexp.MustCompile(`taskserver = "([^"]+)"`).FindAllStringSubmatch(string(b), -1) {
 		addrs = append(addrs, m[1])
 	}
-	tok := regexp.MustCompile(`taskserver_token = "([^"]+)"`).FindStringSubmatch(string(b))
-	if tok == nil {
-		lc.t.Fatalf("no task server token in the client configuration:\n%s", b)
-	}
-	return addrs, tok[1]
+	return addrs
 }
 
 // putLocal writes files into dir in PlasmaFS with 'plasma put'.
@@ -63,25 +60,26 @@ func (lc *localCluster) partLines(dir string, parts int) []string {
 
 // TestClusterUpTaskServers (issue 12 item 3): 'cluster up' starts one
 // 'plasma mr taskserver' beside each datanode, each paired with its
-// datanode, with a token file in the secrets directory (0600); 'mr run'
-// without task server flags uses them (the report lists both, each with
-// its datanode) and the word count is exact; a killed task server is
-// restarted; 'cluster down' stops them.
+// datanode, each with its own credential in the secrets directory (0600;
+// issue 19 item 6 replaced the shared token); 'mr run' without task
+// server flags uses them (the report lists both, each with its datanode)
+// and the word count is exact; a killed task server is restarted;
+// 'cluster down' stops them.
 func TestClusterUpTaskServers(t *testing.T) {
 	lc := newLocalCluster(t)
 	out := lc.mustRun(lc.upArgs("-size", "32M", "-detach")...)
 	if !strings.Contains(out, "is up") || !strings.Contains(out, "task servers") {
 		t.Fatalf("cluster up -detach:\n%s", out)
 	}
-	addrs, tokenFile := lc.taskServers()
+	addrs := lc.taskServers()
 	if len(addrs) != 2 {
 		t.Fatalf("client configuration names task servers %v, want 2", addrs)
 	}
-	if filepath.Dir(tokenFile) != filepath.Join(lc.dir, "secrets") {
-		t.Fatalf("token file %s is not in the cluster's secrets directory", tokenFile)
-	}
-	if st, err := os.Stat(tokenFile); err != nil || st.Mode().Perm()&^fs.FileMode(0o600) != 0 {
-		t.Fatalf("token file %s: %v %v", tokenFile, st, err)
+	for i := range addrs {
+		cred := filepath.Join(lc.dir, "secrets", fmt.Sprintf("ts%d.pem", i+1))
+		if st, err := os.Stat(cred); err != nil || st.Mode().Perm()&^fs.FileMode(0o600) != 0 {
+			t.Fatalf("task server credential %s: %v %v", cred, st, err)
+		}
 	}
 	m := lc.members()
 	for _, a := range addrs {

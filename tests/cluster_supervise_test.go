@@ -122,7 +122,7 @@ func (lc *localCluster) members() map[string]int {
 			m["namenode"] = pid
 		case argv[1] == "datanode" && filepath.Dir(arg("-dir")) == lc.dir:
 			m[filepath.Base(arg("-dir"))] = pid
-		case argv[1] == "mr" && argv[2] == "taskserver" && strings.HasPrefix(arg("-token-file"), lc.dir+"/"):
+		case argv[1] == "mr" && argv[2] == "taskserver" && strings.HasPrefix(arg("-credential"), lc.dir+"/"):
 			m["taskserver "+arg("-listen")] = pid
 		}
 	}

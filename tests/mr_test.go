@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clustertest"
 )
 
@@ -392,10 +393,12 @@ func TestMRTaskAlwaysFails(t *testing.T) {
 }
 
 // startTaskServer starts 'plasma mr taskserver' paired with datanode dn
-// and returns the process and its address.
-func startTaskServer(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc, tokenFile string) (*exec.Cmd, string) {
+// with options extra and returns the process and its address.
+func startTaskServer(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(c.Bin, "mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", dn.Addr, "-slots", "2", "-token-file", tokenFile)
+	args := []string{"mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", dn.Addr, "-slots", "2",
+		"-credential", c.IssueCredential("taskserver", auth.RoleTaskServer)}
+	cmd := exec.Command(c.Bin, append(args, extra...)...)
 	cmd.Env = c.Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -428,7 +431,7 @@ func TestMRTaskServers(t *testing.T) {
 	var addrs []string
 	procs := map[string]*exec.Cmd{}
 	for _, dn := range c.DNs {
-		p, a := startTaskServer(t, c, dn, tokenFile)
+		p, a := startTaskServer(t, c, dn, "-token-file", tokenFile)
 		addrs = append(addrs, a)
 		procs[a] = p
 	}
@@ -453,8 +456,15 @@ func TestMRTaskServers(t *testing.T) {
 	}
 
 	// The first attempt to start announces its task server and waits;
-	// the test kills that server, then lets the orphan go.
+	// the test kills that server, then lets the orphan go. (The commands
+	// run as user nobody: the directory is everybody's.)
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	mark, who, release := filepath.Join(dir, "mark"), filepath.Join(dir, "who"), filepath.Join(dir, "release")
 	mapper := fmt.Sprintf(`if mkdir %s 2>/dev/null; then echo "$PLASMAMR_TASKSERVER" > %s.tmp && mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.01; done; fi; %s`,
 		mark, who, who, who, release, mrWordMapper)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -31,13 +32,22 @@ const (
 	// Daemons are not superusers of the namespace.
 	RoleNamenode Role = "namenode"
 	RoleDatanode Role = "datanode" // registers volumes and heartbeats; serves data against tickets
+	// RoleTaskServer serves the MapReduce task protocol. It is a server
+	// credential but no daemon of the filesystem: in PlasmaFS it is an
+	// ordinary user (the tasks it runs use their submitter's delegated
+	// credential, not this one).
+	RoleTaskServer Role = "taskserver"
 )
 
 // Roles are the roles Issue accepts.
-var Roles = []Role{RoleUser, RoleSuperuser, RoleNamenode, RoleDatanode}
+var Roles = []Role{RoleUser, RoleSuperuser, RoleNamenode, RoleDatanode, RoleTaskServer}
 
-// Daemon reports whether r is the role of a server (namenode or datanode).
+// Daemon reports whether r is the role of a filesystem server (namenode or
+// datanode), which the namenode and datanodes trust beyond users.
 func (r Role) Daemon() bool { return r == RoleNamenode || r == RoleDatanode }
+
+// Server reports whether credentials of role r may act as TLS servers.
+func (r Role) Server() bool { return r.Daemon() || r == RoleTaskServer }
 
 // Identity is an authenticated principal.
 type Identity struct {
@@ -45,6 +55,12 @@ type Identity struct {
 	Groups  []string
 	Role    Role
 	Cluster string
+	// Delegated marks an identity whose certificate the namenode signed
+	// for a job (Delegator), not the cluster CA: always of role user, it
+	// may not ask for further delegated credentials. Job names the job it
+	// was issued for.
+	Delegated bool
+	Job       string
 }
 
 // Super reports whether permission checks are bypassed: only for a
@@ -72,6 +88,24 @@ func identityOf(cert *x509.Certificate) *Identity {
 	}
 	if len(cert.Subject.Locality) > 0 {
 		id.Cluster = cert.Subject.Locality[0]
+	}
+	return id
+}
+
+// identityOfChain is the identity of a verified chain, leaf first and the
+// cluster CA last. A leaf the CA signed itself is what its subject says; a
+// leaf signed by an intermediate (the namenode's delegation certificate) is
+// delegated: whatever its subject claims, it is an ordinary user, so the
+// namenode's delegation key can never make a superuser or a server.
+func identityOfChain(chain []*x509.Certificate) *Identity {
+	id := identityOf(chain[0])
+	if len(chain) > 2 {
+		id.Role, id.Delegated = RoleUser, true
+		for _, ou := range chain[0].Subject.OrganizationalUnit {
+			if job, ok := strings.CutPrefix(ou, delegatedJobPrefix); ok {
+				id.Job = job
+			}
+		}
 	}
 	return id
 }
@@ -207,7 +241,7 @@ func (s *Secrets) Issue(name string, role Role, groups []string) (*Credential, e
 	}
 	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	var dns []string
-	if role.Daemon() {
+	if role.Server() {
 		usage = append(usage, x509.ExtKeyUsageServerAuth)
 		dns = []string{serverName}
 	}
@@ -245,7 +279,9 @@ func (s *Secrets) Issue(name string, role Role, groups []string) (*Credential, e
 // PEM returns the credential file content.
 func (c *Credential) PEM() []byte { return c.pemData }
 
-// ParseCredential parses a credential file: certificate, key, CA.
+// ParseCredential parses a credential file: certificate, key, CA; a
+// delegated credential has the namenode's delegation certificate between
+// its certificate and the CA.
 func ParseCredential(data []byte) (*Credential, error) {
 	var certs [][]byte
 	var keyDER []byte
@@ -263,27 +299,27 @@ func ParseCredential(data []byte) (*Credential, error) {
 			keyDER = b.Bytes
 		}
 	}
-	if len(certs) != 2 || keyDER == nil {
+	if len(certs) < 2 || len(certs) > 3 || keyDER == nil {
 		return nil, errors.New("not a plasma credential (want certificate, key and CA certificate)")
 	}
 	key, err := x509.ParseECPrivateKey(keyDER)
 	if err != nil {
 		return nil, fmt.Errorf("credential key: %w", err)
 	}
-	leaf, err := x509.ParseCertificate(certs[0])
-	if err != nil {
-		return nil, fmt.Errorf("credential certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(certs[1])
-	if err != nil {
-		return nil, fmt.Errorf("credential CA: %w", err)
+	chain := make([]*x509.Certificate, len(certs))
+	for i, der := range certs {
+		if chain[i], err = x509.ParseCertificate(der); err != nil {
+			return nil, fmt.Errorf("credential certificate %d: %w", i+1, err)
+		}
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	pool.AddCert(chain[len(chain)-1])
 	return &Credential{
-		Cert:     tls.Certificate{Certificate: [][]byte{certs[0]}, PrivateKey: key, Leaf: leaf},
+		// The chain presented to peers: the certificate and any
+		// intermediate, not the CA they already hold.
+		Cert:     tls.Certificate{Certificate: certs[:len(certs)-1], PrivateKey: key, Leaf: chain[0]},
 		CA:       pool,
-		Identity: identityOf(leaf),
+		Identity: identityOfChain(chain),
 		pemData:  data,
 	}, nil
 }

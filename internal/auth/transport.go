@@ -2,7 +2,6 @@ package auth
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -135,8 +134,7 @@ func Server(c net.Conn, level Level, cred *Credential) (net.Conn, *Identity, err
 	if err := tc.Handshake(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrAuth, err)
 	}
-	peer := tc.ConnectionState().PeerCertificates[0]
-	id := identityOf(peer)
+	id := identityOfChain(tc.ConnectionState().VerifiedChains[0])
 	var out net.Conn
 	switch asked {
 	case Auth:
@@ -200,8 +198,7 @@ func Client(c net.Conn, level Level, cred *Credential, want ...Role) (net.Conn, 
 	if len(want) == 0 {
 		want = []Role{RoleNamenode, RoleDatanode}
 	}
-	checkRole := func(cert *x509.Certificate) error {
-		id := identityOf(cert)
+	checkRole := func(id *Identity) error {
 		if !slices.Contains(want, id.Role) {
 			return &RoleError{User: id.User, Role: id.Role, Want: want}
 		}
@@ -213,7 +210,7 @@ func Client(c net.Conn, level Level, cred *Credential, want ...Role) (net.Conn, 
 		ServerName:   serverName,
 		MinVersion:   tls.VersionTLS13,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return checkRole(cs.PeerCertificates[0])
+			return checkRole(identityOfChain(cs.VerifiedChains[0]))
 		},
 	})
 	if err := tc.Handshake(); err != nil {
@@ -225,7 +222,7 @@ func Client(c net.Conn, level Level, cred *Credential, want ...Role) (net.Conn, 
 		// it fails verification before the role check: say what it is.
 		var ve *tls.CertificateVerificationError
 		if errors.As(err, &ve) && len(ve.UnverifiedCertificates) > 0 {
-			if rerr := checkRole(ve.UnverifiedCertificates[0]); rerr != nil {
+			if rerr := checkRole(identityOf(ve.UnverifiedCertificates[0])); rerr != nil {
 				return nil, rerr
 			}
 		}

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
 }
 
 func currentUser() string {
@@ -47,6 +47,7 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")
 	super := f.Bool("superuser", false, "issue a superuser credential (bypasses permission checks); the role is part of\nthe credential: no user name, not even root, makes a superuser without it")
+	taskServer := f.Bool("taskserver", false, "issue a credential for a MapReduce task server ('plasma mr taskserver -credential'):\nit may serve TLS, and is an ordinary user in PlasmaFS")
 	out := f.String("o", "", "output file (default NAME.pem in the current directory)")
 	dir := f.String("dir", defaultClusterDir(), "cluster directory holding secrets/ (as for 'plasma cluster up')")
 	if err := f.parse(args[2:]); err != nil {
@@ -68,8 +69,13 @@ func cmdAdmin(ctx context.Context, args []string) error {
 		gs = strings.Split(*groups, ",")
 	}
 	role := auth.RoleUser
-	if *super {
+	switch {
+	case *super && *taskServer:
+		return usagef("-superuser and -taskserver exclude each other")
+	case *super:
 		role = auth.RoleSuperuser
+	case *taskServer:
+		role = auth.RoleTaskServer
 	}
 	cred, err := secrets.Issue(name, role, gs)
 	if err != nil {

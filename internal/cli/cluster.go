@@ -64,7 +64,8 @@ backoff. With -detach a background supervisor does this (its log: DIR/cluster.lo
 With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
 like the others: restarted if it dies, unmounted when the cluster stops.
 A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
-too; the client configuration names them, so 'plasma mr run' uses them.
+too; the client configuration names them, so 'plasma mr run' uses them (any user of the
+cluster may: tasks run with their submitter's delegated credential, as user nobody).
 Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
 	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
 	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
@@ -204,6 +205,10 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		return err
 	}
 	ticketKey := filepath.Join(secDir, "ticket.key")
+	delegCred, err := delegationCredential(secrets, secDir)
+	if err != nil {
+		return err
+	}
 	if *nnAddr == "" {
 		if *nnAddr, err = freePort(); err != nil {
 			return err
@@ -211,7 +216,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	}
 	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
-		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey}
+		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey, "-delegation-credential", delegCred}
 	if *relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
@@ -249,19 +254,23 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		sv.stop()
 		return fmt.Errorf("%w (see the logs in %s)", err, *dir)
 	}
-	var tsAddrs []string
-	tsToken := ""
+	var tsAddrs, tsCreds []string
 	if *tsSlots > 0 {
-		if tsToken, err = taskServerToken(secDir); err == nil {
-			tsAddrs, err = taskServerAddrs(*n)
-		}
-		if err != nil {
+		if tsAddrs, err = taskServerAddrs(*n); err != nil {
 			sv.stop()
 			return err
 		}
+		for i := 1; i <= *n; i++ {
+			c, err := issue(fmt.Sprintf("ts%d.pem", i), fmt.Sprintf("taskserver%d", i), auth.RoleTaskServer)
+			if err != nil {
+				sv.stop()
+				return err
+			}
+			tsCreds = append(tsCreds, c)
+		}
 	}
 	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
-		TaskServers: tsAddrs, TaskServerToken: tsToken}})
+		TaskServers: tsAddrs}})
 	if err := writePrivate(filepath.Join(*dir, "client.conf"), []byte(conf)); err != nil {
 		sv.stop()
 		return err
@@ -273,7 +282,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
-	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsToken, *tsSlots); err != nil {
+	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsCreds, *tsSlots); err != nil {
 		sv.stop()
 		return err
 	}

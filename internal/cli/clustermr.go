@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,27 +10,28 @@ import (
 	"strings"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 )
 
 // The MapReduce task servers of a 'plasma cluster up' cluster: one
-// 'plasma mr taskserver' beside each datanode (tsN paired with dnN),
-// supervised like the other members. Their addresses and the token file
-// go into the cluster's client configuration, where 'plasma mr run' finds
-// them.
+// 'plasma mr taskserver' beside each datanode (tsN paired with dnN, with
+// its own credential SECRETS/tsN.pem), supervised like the other members.
+// Their addresses go into the cluster's client configuration, where
+// 'plasma mr run' finds them.
 
-// taskServerToken returns the cluster's task server token file
-// (SECRETS/mr-taskserver.token, 0600), created with a random token if
-// missing.
-func taskServerToken(secDir string) (string, error) {
-	p := filepath.Join(secDir, "mr-taskserver.token")
-	if t, err := readToken(p); err == nil && t != "" {
+// delegationCredential returns the namenode's delegation certificate
+// (SECRETS/delegation.pem, 0600), made if missing: with it the namenode
+// signs the credentials users' jobs run with on the task servers.
+func delegationCredential(secrets *auth.Secrets, secDir string) (string, error) {
+	p := filepath.Join(secDir, "delegation.pem")
+	if _, err := auth.LoadDelegator(p); err == nil {
 		return p, nil
 	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	c, err := secrets.IssueDelegator()
+	if err != nil {
 		return "", err
 	}
-	return p, writePrivate(p, []byte(hex.EncodeToString(b[:])+"\n"))
+	return p, writePrivate(p, c.PEM())
 }
 
 // taskServerAddrs picks a listening address for each of n task servers
@@ -50,9 +49,9 @@ func taskServerAddrs(n int) ([]string, error) {
 }
 
 // startTaskServers adds task server tsI paired with datanode dnAddrs[I-1]
-// listening at addrs[I-1], with the cluster's client configuration, and
-// waits until each listens.
-func (sv *supervisor) startTaskServers(ctx context.Context, dnAddrs, addrs []string, tokenFile string, slots int) error {
+// listening at addrs[I-1] with credential creds[I-1], with the cluster's
+// client configuration, and waits until each listens.
+func (sv *supervisor) startTaskServers(ctx context.Context, dnAddrs, addrs, creds []string, slots int) error {
 	if len(addrs) == 0 {
 		return nil
 	}
@@ -66,7 +65,7 @@ func (sv *supervisor) startTaskServers(ctx context.Context, dnAddrs, addrs []str
 	var ms []*member
 	for i, a := range addrs {
 		m := sv.add(fmt.Sprintf("ts%d", i+1), "taskserver", []string{"mr", "taskserver", "-listen", a, "-datanode", dnAddrs[i],
-			"-slots", strconv.Itoa(slots), "-token-file", tokenFile})
+			"-slots", strconv.Itoa(slots), "-credential", creds[i]})
 		m.env = env
 		if err := sv.start(m); err != nil {
 			return err

@@ -176,6 +176,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
+	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -189,6 +190,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	cred, tk, err := loadDaemonSecrets(*credFile, *ticketKey)
 	if err != nil {
 		return err
+	}
+	var deleg *auth.Delegator
+	if *delegFile != "" {
+		if deleg, err = auth.LoadDelegator(*delegFile); err != nil {
+			return fmt.Errorf("-delegation-credential: %w", err)
+		}
 	}
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
@@ -214,7 +221,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
-		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk,
+		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {

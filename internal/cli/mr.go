@@ -2,14 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -31,8 +31,10 @@ failed. Options override the job file's keys (input, output, work, log, map, red
 split_size, sort_buffer, max_attempts, rep, output_rep, taskservers, local_slots, keep_work).
 Without -taskserver or the job file's taskservers, the task servers that the client
 configuration names for the cluster ('plasma cluster up' starts one beside each datanode and
-writes them there, with their token file) run the tasks; with none there, or with -local, the
-tasks run in this process. Exit status 1 if the job failed.`, true)
+writes them there) run the tasks; with none there, or with -local, the tasks run in this
+process. On task servers the tasks run as you in PlasmaFS, with a credential that the namenode
+delegates to this job (valid -credential-lifetime, usable for nothing but ordinary file access),
+and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 	var j mapred.Job
 	set := map[string]bool{}
 	str := func(p *string, name, usage string) {
@@ -58,6 +60,7 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	var servers multiFlag
 	f.Var(&servers, "taskserver", "task server `host:port` (repeatable; replaces the job file's)")
 	keep := f.Bool("keep-work", false, "keep the intermediate files")
+	credLife := f.durationRange("credential-lifetime", mapred.DefaultCredentialLifetime, time.Minute, auth.MaxDelegation, "how long the credential delegated to the job's tasks on task servers is valid (a job running longer fails)")
 	local := f.Bool("local", false, "run the tasks in this process, not on the cluster's task servers")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding the task servers' token (default $PLASMAMR_TOKEN_FILE)")
 	quiet := f.Bool("q", false, "print only the report")
@@ -131,7 +134,7 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 		return err
 	}
 	defer c.Close()
-	var opt mapred.Options
+	opt := mapred.Options{CredentialLifetime: *credLife}
 	if !*quiet {
 		opt.Log = stdout
 	}
@@ -140,7 +143,7 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 		return err
 	}
 	for _, a := range j.TaskServers {
-		r, err := mapred.Dial(ctx, a, token)
+		r, err := mapred.Dial(ctx, a, c, token)
 		if err != nil && auto {
 			// One of the cluster's task servers may be restarting:
 			// the others do the job.
@@ -163,33 +166,78 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 }
 
 func cmdMRTaskServer(ctx context.Context, args []string) error {
-	f := newFlags("mr taskserver", "[-listen HOST:PORT] [-datanode HOST:PORT] [-slots N]",
-		`Run MapReduce task attempts for job coordinators ('plasma mr run -taskserver ADDR'), with
-this process's PlasmaFS client configuration and credential. -datanode pairs it with the datanode
-at that data address: coordinators schedule map tasks on the task server beside their input.
-The commands of every job run as this process's user with its credential: anyone who can
-submit tasks can act as it. With -token-file only requests carrying the file's token are
-accepted (the protocol is plain HTTP: the token and the tasks travel unencrypted); without one
-the server listens on loopback addresses only.
+	f := newFlags("mr taskserver", "[-listen HOST:PORT] [-datanode HOST:PORT] [-slots N] [-credential FILE] [-run-as USER]",
+		`Run MapReduce task attempts for job coordinators ('plasma mr run -taskserver ADDR').
+-datanode pairs it with the datanode at that data address: coordinators schedule map tasks on
+the task server beside their input.
+Coordinators connect with the cluster's TLS (TLS 1.3, certificates on both sides, signed by
+the cluster CA; -credential is this server's own, of role taskserver: 'plasma admin user add
+NAME -taskserver'), so any user with a credential of the cluster may submit, and nothing
+travels in clear. Each task runs with the credential that the namenode delegated to its
+submitter for its job (never this server's): it reads and writes as the submitter, until
+the credential expires; the server forgets it once the job's last task on it ends.
+Run as root, the server runs the task commands as the unprivileged account -run-as (default
+nobody), each attempt in a fresh working directory of its own under -work-base: they cannot
+read this server's credential or anything else only root may read. Run as another user, the
+commands run as that user: give it nothing else.
+On a cluster at security level none (which authenticates nobody) tasks run with this
+process's client configuration; then without -token-file the server listens on loopback only.
 The first line printed is the address it listens on.`, true)
 	listen := f.String("listen", "127.0.0.1:0", "address to listen on")
 	dn := f.String("datanode", "", "data `address` of the paired datanode")
 	slots := f.intRange("slots", 2, 1, 1024, "task attempts run at once")
-	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding the token coordinators must present (default $PLASMAMR_TOKEN_FILE)")
+	credFile := f.String("credential", "", "this task server's credential `file` (role taskserver; default: the client configuration's)")
+	defaultUser := ""
+	if os.Geteuid() == 0 {
+		defaultUser = "nobody"
+	}
+	runAs := f.String("run-as", defaultUser, "OS `user` the task commands run as (needs root; default nobody when run as root)")
+	workBase := f.String("work-base", os.TempDir(), "`directory` for the attempts' working directories")
+	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding a token coordinators must present too (default $PLASMAMR_TOKEN_FILE)")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if len(f.pos) != 0 {
+		return usagef("unexpected argument %q", f.pos[0])
 	}
 	token, err := readToken(*tokenFile)
 	if err != nil {
 		return err
 	}
-	if host, _, err := net.SplitHostPort(*listen); token == "" && (err != nil || !isLoopback(host)) {
-		return usagef("-listen %s: without -token-file a task server listens on a loopback address only", *listen)
+	var user *mapred.TaskUser
+	if *runAs != "" {
+		if os.Geteuid() != 0 {
+			return usagef("-run-as %s: only a task server running as root can run commands as another user", *runAs)
+		}
+		if user, err = mapred.LookupTaskUser(*runAs, *workBase); err != nil {
+			return err
+		}
 	}
-	if len(f.pos) != 0 {
-		return usagef("unexpected argument %q", f.pos[0])
+	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
+	if err != nil {
+		return err
 	}
-	c, err := f.connect(ctx)
+	if *credFile != "" {
+		cfg.CredentialFile = *credFile
+	}
+	level := mapred.TaskLevel(cfg.Security)
+	if level != auth.None {
+		if cfg.CredentialFile == "" {
+			return usagef("a task server needs its own credential of role taskserver: -credential FILE (issue one with 'plasma admin user add NAME -taskserver')")
+		}
+		cred, err := auth.LoadCredential(cfg.CredentialFile)
+		if err != nil {
+			return fmt.Errorf("task server credential: %w", err)
+		}
+		if cred.Identity.Role != auth.RoleTaskServer {
+			return usagef("-credential %s is of role %s, not taskserver (issue one with 'plasma admin user add NAME -taskserver')", cfg.CredentialFile, cred.Identity.Role)
+		}
+		cfg.Credential = cred
+	}
+	if host, _, err := net.SplitHostPort(*listen); level == auth.None && token == "" && (err != nil || !isLoopback(host)) {
+		return usagef("-listen %s: at security level none, without -token-file a task server listens on a loopback address only", *listen)
+	}
+	c, err := client.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -198,6 +246,7 @@ The first line printed is the address it listens on.`, true)
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
 	w := mapred.Worker{Name: ln.Addr().String()}
 	if *dn != "" {
 		nodes, err := c.Datanodes(ctx)
@@ -210,19 +259,16 @@ The first line printed is the address it listens on.`, true)
 			}
 		}
 		if w.Node == "" {
-			ln.Close()
 			return fmt.Errorf("-datanode %s: no datanode has that address", *dn)
 		}
 	}
-	ts := mapred.NewTaskServer(c, w, *slots)
-	ts.Token = token
-	srv := &http.Server{Handler: ts, ReadHeaderTimeout: time.Minute}
-	fmt.Fprintf(stdout, "%s\n", ln.Addr())
-	go func() { <-ctx.Done(); srv.Close() }()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	ts, err := mapred.NewTaskServer(c, c.Credential(), w, *slots)
+	if err != nil {
 		return err
 	}
-	return nil
+	ts.Token, ts.User = token, user
+	fmt.Fprintf(stdout, "%s\n", ln.Addr())
+	return ts.Serve(ctx, ln)
 }
 
 // readToken reads a task server token file ("" for no file).

@@ -63,7 +63,7 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 	}
 	var runners []mapred.Runner
 	for _, a := range servers {
-		r, err := mapred.Dial(ctx, a, token)
+		r, err := mapred.Dial(ctx, a, c, token)
 		if err != nil {
 			return err
 		}

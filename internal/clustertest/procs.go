@@ -167,7 +167,8 @@ func (c *Procs) StartNamenode() {
 	first := c.NN.cmd == nil
 	args := []string{"namenode", "-listen", c.NN.Addr, "-db", filepath.Join(c.Dir, "namenode.db"), "-cluster", c.Opts.Cluster,
 		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn",
-		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleNamenode), "-ticket-key", c.TicketKeyFile()}
+		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleNamenode), "-ticket-key", c.TicketKeyFile(),
+		"-delegation-credential", c.delegationFile()}
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")
 	}
@@ -285,6 +286,24 @@ func (c *Procs) IssueCredential(name string, role auth.Role, groups ...string) s
 	cred, err := c.Secrets.Issue(name, role, groups)
 	if err != nil {
 		c.t.Fatalf("issue credential: %v", err)
+	}
+	if err := os.WriteFile(p, cred.PEM(), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// delegationFile writes the namenode's delegation certificate (once) and
+// returns its file.
+func (c *Procs) delegationFile() string {
+	c.t.Helper()
+	p := filepath.Join(c.Dir, "secrets", "delegation.pem")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	cred, err := c.Secrets.IssueDelegator()
+	if err != nil {
+		c.t.Fatalf("delegation certificate: %v", err)
 	}
 	if err := os.WriteFile(p, cred.PEM(), 0o600); err != nil {
 		c.t.Fatal(err)

@@ -43,6 +43,9 @@ type Config struct {
 	// issues none (datanodes at level none do not check them).
 	TicketKey      []byte
 	TicketLifetime time.Duration
+	// Delegator signs credentials delegated to a user's jobs (OpDelegate);
+	// nil refuses them.
+	Delegator *auth.Delegator
 	// Limits against misbehaving clients.
 	MaxConns       int // connections (default 4096)
 	MaxTxnsPerConn int // open transactions per connection (default 1024)

@@ -33,12 +33,13 @@ const (
 	OpPathOf          // a path of inode Ino (for file handles that outlive renames and restarts)
 	OpLeaseDir        // lease directory Ino: Counters [term ns (0: refused), 1: new lease with its names in Paths]
 	OpExtend          // append tickets for block Index of Ino, its committed partial last block: Extents[0], Counters [its committed length]
+	OpDelegate        // a credential delegated for job Path, for public key Path2 (PEM), valid Size ns: Paths[0] its chain (PEM)
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
