@@ -31,6 +31,9 @@ type Config struct {
 	// namenode request for hours) from being aborted as idle. Zero means a
 	// third of the namenode's transaction timeout; negative disables it.
 	KeepaliveInterval time.Duration
+	// Source says where LoadConfig found the cluster: "-namenode",
+	// "$PLASMAFS_NAMENODES" or the configuration file's path.
+	Source string
 }
 
 // ClusterEntry is one cluster of a client configuration file.
@@ -80,6 +83,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		}
 	}()
 	if len(namenodes) > 0 {
+		cfg.Source = "-namenode"
 		return cfg, nil
 	}
 	if cluster == "" {
@@ -90,7 +94,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 					cfg.Namenodes = append(cfg.Namenodes, a)
 				}
 			}
-			cfg.Cluster = cluster
+			cfg.Cluster, cfg.Source = cluster, "$PLASMAFS_NAMENODES"
 			return cfg, nil
 		}
 	}
@@ -108,7 +112,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 	}
 	for _, e := range entries {
 		if cluster == "" || e.Name == cluster {
-			cfg.Cluster = e.Name
+			cfg.Cluster, cfg.Source = e.Name, path
 			cfg.Namenodes = e.Namenodes
 			cfg.Security, cfg.DataSecurity, cfg.CredentialFile = e.Security, e.DataSecurity, e.Credential
 			return cfg, nil

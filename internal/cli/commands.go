@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("put", "[-rep N] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
+	register("put", "[-rep N] [-chain|-star] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
 	register("get", "/path LOCALFILE", "copy a PlasmaFS file to a local file", cmdGet)
 	register("cat", "/path...", "write PlasmaFS files to stdout", cmdCat)
 	register("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
