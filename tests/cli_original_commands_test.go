@@ -219,3 +219,38 @@ func TestPutStarWritesEveryReplica(t *testing.T) {
 		t.Fatalf("put without a file: exit %d, want 2\n%s", code, out)
 	}
 }
+
+// TestCpTreePrefixesRoundTrip: cp takes the original's tree prefixes:
+// file::/local into plasma::/x, back out to a new local file, into a
+// PlasmaFS path without a prefix, local to local, all byte for byte; a
+// PlasmaFS name holding "::" after a slash is an ordinary path, an unknown
+// prefix a usage error.
+func TestCpTreePrefixesRoundTrip(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 2})
+	dir := t.TempDir()
+	data := randomBytes(t, 5*int(c.Opts.Blocksize)+123)
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.MustRun("cp", "file::"+src, "plasma::/x")
+	if out := c.MustRun("cat", "/x"); out != string(data) {
+		t.Fatalf("/x after cp file::%s plasma::/x: %d bytes, want %d", src, len(out), len(data))
+	}
+	c.MustRun("cp", "plasma::/x", "file::"+filepath.Join(dir, "back"))
+	c.MustRun("cp", "/x", "/a::b")
+	c.MustRun("cp", "/a::b", "file::"+filepath.Join(dir, "back2"))
+	c.MustRun("cp", "file::"+filepath.Join(dir, "back2"), "file::"+filepath.Join(dir, "back3"))
+	for _, name := range []string{"back", "back2", "back3"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: %d bytes (%v), want the %d copied in", name, len(got), err, len(data))
+		}
+	}
+	if out, code := c.Run(nil, "cp", "ssh::/x", "/y"); code != 2 || !strings.Contains(out, "unknown tree") {
+		t.Fatalf("cp ssh::/x: exit %d, want 2 naming the unknown tree\n%s", code, out)
+	}
+	if out, code := c.Run(nil, "cp", "file::"+filepath.Join(dir, "missing"), "/y"); code != 1 || !strings.Contains(out, "missing") {
+		t.Fatalf("cp of a missing local file: exit %d, want 1 naming it\n%s", code, out)
+	}
+}

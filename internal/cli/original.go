@@ -197,3 +197,82 @@ func topologyFlags(f *flags) func() client.Topology {
 	f.BoolFunc("star", "send each block to every replica directly (no datanode forwards; the client's upload is spent once per replica)", func(string) error { t = client.Star; return nil })
 	return func() client.Topology { return t }
 }
+
+// treeArg is a path argument split by its tree prefix (client.SplitTree).
+type treeArg struct {
+	local bool
+	path  string
+}
+
+func splitTreeArgs(args []string) ([]treeArg, error) {
+	out := make([]treeArg, len(args))
+	for i, a := range args {
+		local, p, err := client.SplitTree(a)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		out[i] = treeArg{local, p}
+	}
+	return out, nil
+}
+
+// copyAcross copies between the local tree and PlasmaFS (or within the
+// local tree): a PlasmaFS destination is created as by put (replication
+// rep, 0 for the cluster default), a local one is written whole under a
+// temporary name and renamed, as by get.
+func copyAcross(ctx context.Context, c *client.Client, from, to treeArg, rep int, quiet bool) error {
+	if !from.local {
+		tx, _ := c.Begin(ctx)
+		defer tx.Abort(ctx)
+		src, err := tx.Open(ctx, from.path)
+		if err != nil {
+			return err
+		}
+		return getToFile(ctx, src, to.path, quiet)
+	}
+	lf, err := os.Open(from.path)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	st, err := lf.Stat()
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s: is a directory", from.path)
+	}
+	bar := newProgress(st.Size(), "cp", quiet)
+	defer bar.finish()
+	if to.local {
+		return copyLocal(ctx, io.TeeReader(lf, bar), to.path)
+	}
+	_, err = c.CopyIn(ctx, io.TeeReader(lf, bar), to.path, client.CopyOptions{Rep: rep, CommitEvery: 1 << 30})
+	return err
+}
+
+// copyLocal writes r to the local file dst, whole or not at all.
+func copyLocal(ctx context.Context, r io.Reader, dst string) error {
+	tmp, err := createTemp(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, r)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	return nil
+}
