@@ -60,6 +60,10 @@ type Job struct {
 	LocalSlots  int // default 2
 	// KeepWork keeps the job's intermediate files in Work.
 	KeepWork bool
+	// ExtractMode is how a map output line gives its key and partition
+	// (the original's extract_mode; see extract.go): "key_tab_value"
+	// (default), "key_tab_partition_tab_value" or "key".
+	ExtractMode string
 }
 
 // Defaults fills in the defaults of unset fields.
@@ -99,15 +103,22 @@ func (j *Job) Validate() error {
 		if d.p == "" {
 			return fmt.Errorf("%s directory missing", d.name)
 		}
-		if !strings.HasPrefix(d.p, "/") {
+		local, p, err := jobTree(d.name, d.p)
+		if err != nil {
+			return err
+		}
+		if !local && !strings.HasPrefix(p, "/") {
 			return fmt.Errorf("%s directory %q: not an absolute PlasmaFS path", d.name, d.p)
 		}
 	}
-	if path.Clean(j.Output) == "/" {
+	if _, out, _ := jobTree("output", j.Output); path.Clean(out) == "/" {
 		return errors.New("output directory cannot be /")
 	}
 	if j.Map == "" {
 		return errors.New("map command missing")
+	}
+	if err := validExtractMode(j.ExtractMode); err != nil {
+		return err
 	}
 	switch j.InputFormat {
 	case FormatLines, FormatLengthPrefixed:
@@ -293,7 +304,7 @@ func parseStrings(v string) ([]string, error) {
 func (j *Job) set(k, v string) error {
 	str := map[string]*string{"name": &j.Name, "input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log,
 		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce, "input_format": &j.InputFormat, "combine": &j.Combine, "combine_exec": &j.Combine,
-		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log}
+		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log, "extract_mode": &j.ExtractMode}
 	ints := map[string]*int{"record_size": &j.RecordSize, "partitions": &j.Partitions, "max_attempts": &j.MaxAttempts, "rep": &j.Rep, "output_rep": &j.OutputRep, "local_slots": &j.LocalSlots}
 	sizes := map[string]*int64{"split_size": &j.SplitSize, "sort_buffer": &j.SortBuffer, "bigblock_size": &j.SplitSize, "buffer_size": &j.SortBuffer}
 	if p, ok := str[k]; ok {

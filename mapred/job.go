@@ -256,10 +256,8 @@ func (s *scheduler) slotsOn(node string) int {
 	return n
 }
 
-// Run runs job j with client c and returns its report. The report is
-// also written to the job's log directory; a failed job returns its report
-// and an error.
-func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, error) {
+// runJob runs job j, whose directories are all in PlasmaFS (Run).
+func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, error) {
 	j.Defaults()
 	if err := j.Validate(); err != nil {
 		return nil, err
@@ -343,12 +341,13 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	st.MapTasks = len(splits)
 	mu.Unlock()
 
-	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs}
+	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs,
+		JobName: j.Name, InputDir: j.Input, OutputDir: j.Output, LogDir: j.Log, BigblockSize: j.SplitSize}
 	var maps []*taskState
 	for i, s := range splits {
 		t := base
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
-		t.Combine, t.MapPartitions = j.Combine, j.MapPartitions
+		t.Combine, t.MapPartitions, t.ExtractMode = j.Combine, j.MapPartitions, j.ExtractMode
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
 		t.Format, t.RecordSize = j.InputFormat, j.RecordSize
 		maps = append(maps, &taskState{t: t, node: s.Node})

@@ -29,6 +29,7 @@ type Task struct {
 	// MapPartitions: the map command's lines start with their partition
 	// number and a TAB (Job.MapPartitions).
 	MapPartitions bool
+	ExtractMode   string // how a map output line gives its partition (Job.ExtractMode)
 	Partitions    int
 	SortBuffer    int64
 	Rep           int // replication of the file the task writes
@@ -43,6 +44,12 @@ type Task struct {
 
 	// Reduce: the map outputs; the task reads partition Index of each.
 	Inputs []string
+
+	// The job's name and directories and its split size (bigblock size),
+	// for the commands' PLASMAMR_* environment (streamenv.go).
+	JobName                     string
+	InputDir, OutputDir, LogDir string
+	BigblockSize                int64
 }
 
 // Name is the task's name, e.g. map-00003.
@@ -130,15 +137,17 @@ type Worker struct {
 func Execute(ctx context.Context, c *client.Client, w Worker, t Task) Result {
 	e := &exec1{c: c, w: w, t: t, stderr: &tailBuffer{}}
 	e.res.Worker = w.Name
-	var err error
-	switch t.Kind {
-	case "map":
+	err := e.makeLocalDir()
+	switch {
+	case err != nil:
+	case t.Kind == "map":
 		err = e.runMap(ctx)
-	case "reduce":
+	case t.Kind == "reduce":
 		err = e.runReduce(ctx)
 	default:
 		err = fmt.Errorf("unknown task kind %q", t.Kind)
 	}
+	e.endLocalDir(ctx)
 	e.res.Stderr = e.stderr.String()
 	if err != nil {
 		e.res.Error = err.Error()
@@ -153,6 +162,10 @@ type exec1 struct {
 	t      Task
 	res    Result
 	stderr *tailBuffer
+	// local is the attempt's local directory (PLASMAMR_LOCAL_DIR) and
+	// localLog the directory below it whose files go to the job's log
+	// directory when the attempt ends (streamenv.go).
+	local, localLog string
 	// scratch is the transaction of spill and merge files: never
 	// committed, so they cost no commit and vanish with it.
 	scratch  *client.Txn
@@ -179,7 +192,8 @@ func (e *exec1) endScratch(ctx context.Context) {
 
 func (e *exec1) env() []string {
 	t := e.t
-	env := append(os.Environ(),
+	env := append(os.Environ(), e.originalEnv()...)
+	env = append(env,
 		"PLASMAMR_JOB_ID="+t.Job,
 		"PLASMAMR_TASK="+t.Name(),
 		"PLASMAMR_ATTEMPT="+strconv.Itoa(t.Attempt),
@@ -486,8 +500,8 @@ func (e *exec1) runMap(ctx context.Context) error {
 			if line, p, outErr = cutPartition(line, t.Partitions); outErr != nil {
 				break
 			}
-		} else {
-			p = Partition(keyOf(line), t.Partitions)
+		} else if p, outErr = partitionOf(t.ExtractMode, line, t.Partitions); outErr != nil {
+			break
 		}
 		if !buf.add(p, line) {
 			if outErr = spill(); outErr != nil {
@@ -503,12 +517,12 @@ func (e *exec1) runMap(ctx context.Context) error {
 	werr := cmd.Wait()
 	ferr := <-feedErr
 	switch {
+	case outErr != nil:
+		return outErr // the command was killed for it
 	case werr != nil:
 		return exitError("map command", werr)
 	case ferr != nil:
 		return fmt.Errorf("reading %s: %w", t.Input, ferr)
-	case outErr != nil:
-		return outErr
 	}
 
 	wtx, _ := e.c.Begin(ctx)
