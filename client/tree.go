@@ -24,7 +24,7 @@ func SplitTree(arg string) (local bool, path string, err error) {
 		return false, arg, nil
 	}
 	if rest == "" {
-		return false, "", fmt.Errorf("%q: empty path after %s::", arg, prefix)
+		return false, "", fmt.Errorf("%q: the prefix %s:: names no path", arg, prefix)
 	}
 	switch prefix + "::" {
 	case TreeLocal:

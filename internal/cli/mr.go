@@ -39,8 +39,8 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 		f.Func(name, usage, func(s string) error { *p = s; set[name] = true; return nil })
 	}
 	var fj mapred.Job // flag values, applied over the file
-	str(&fj.Input, "input", "input `DIR` in PlasmaFS")
-	str(&fj.Output, "output", "output `DIR` in PlasmaFS (must not exist)")
+	str(&fj.Input, "input", "input `DIR` in PlasmaFS (file::DIR: a local directory, copied into PlasmaFS first)")
+	str(&fj.Output, "output", "output `DIR` in PlasmaFS (must not exist; file::DIR: a local directory, filled at the end)")
 	str(&fj.Work, "work", "work `DIR` in PlasmaFS")
 	str(&fj.Log, "log", "log `DIR` in PlasmaFS (default "+mapred.DefaultLog+")")
 	str(&fj.Map, "map", "mapper shell `command`")
