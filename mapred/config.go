@@ -42,7 +42,9 @@ type Job struct {
 	//   "fixed": records of RecordSize bytes each;
 	//   "length-prefixed": each record a 4-byte big-endian length, then
 	//   that many bytes. Such a file cannot be cut without reading it from
-	//   its start, so each file is one map task.
+	//   its start, so each file is one map task;
+	//   "auto": each file's format chosen by its name (FormatOfName: .var
+	//   length-prefixed, .fixed<n> fixed of n bytes, other names lines).
 	InputFormat string
 	RecordSize  int // "fixed": bytes per record
 
@@ -121,7 +123,7 @@ func (j *Job) Validate() error {
 		return err
 	}
 	switch j.InputFormat {
-	case FormatLines, FormatLengthPrefixed:
+	case FormatLines, FormatLengthPrefixed, FormatAuto:
 		if j.RecordSize != 0 {
 			return fmt.Errorf("record_size applies to input_format \"fixed\" only")
 		}
@@ -130,7 +132,7 @@ func (j *Job) Validate() error {
 			return fmt.Errorf("record_size %d: input_format \"fixed\" needs 1..1G bytes per record", j.RecordSize)
 		}
 	default:
-		return fmt.Errorf("input_format %q: must be %q, %q or %q", j.InputFormat, FormatLines, FormatFixed, FormatLengthPrefixed)
+		return fmt.Errorf("input_format %q: must be %q, %q, %q or %q", j.InputFormat, FormatLines, FormatFixed, FormatLengthPrefixed, FormatAuto)
 	}
 	switch {
 	case j.Partitions < 1 || j.Partitions > 100000:

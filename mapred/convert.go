@@ -31,6 +31,15 @@ func (f RecordFormat) String() string {
 	return "text"
 }
 
+// splitFormat is the record format of input file name in job j: the
+// job's, or under input format "auto" the one the name's suffix names.
+func splitFormat(j Job, name string) (RecordFormat, error) {
+	if j.InputFormat == FormatAuto {
+		return FormatOfName(name)
+	}
+	return RecordFormat{Kind: j.InputFormat, Size: j.RecordSize}, nil
+}
+
 // FormatOfName returns the record format the file name's suffix names.
 func FormatOfName(name string) (RecordFormat, error) {
 	ext := path.Ext(name)

@@ -326,7 +326,10 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 	var mu sync.Mutex // guards rep and st while phases run
 	stopMonitor := monitor(ctx, c, kill, &mu, rep, st)
 	ptx, _ := c.Begin(ctx)
-	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, j.InputFormat == FormatLengthPrefixed)
+	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
+		f, _ := splitFormat(j, file)
+		return f.Kind == FormatLengthPrefixed
+	})
 	ptx.Abort(ctx)
 	if err != nil {
 		err = fmt.Errorf("planning: %w", err)
@@ -349,7 +352,11 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
 		t.Combine, t.MapPartitions, t.ExtractMode = j.Combine, j.MapPartitions, j.ExtractMode
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
-		t.Format, t.RecordSize = j.InputFormat, j.RecordSize
+		f, ferr := splitFormat(j, s.File)
+		if ferr != nil && err == nil {
+			err = fmt.Errorf("planning: %w", ferr)
+		}
+		t.Format, t.RecordSize = f.Kind, f.Size
 		maps = append(maps, &taskState{t: t, node: s.Node})
 	}
 	jctx, cancel := context.WithCancel(ctx)

@@ -286,3 +286,34 @@ func TestMRConvertRoundTrip(t *testing.T) {
 		t.Fatalf(".fixed without a size: exit %d, want 2\n%s", code, out)
 	}
 }
+
+// TestMRAutoInputFormat: with input_format "auto" each input file is read
+// in the format its name names, as the original's auto_input_format did:
+// text lines, .fixed8 records and .var records (made by 'mr convert') are
+// counted as the records they hold.
+func TestMRAutoInputFormat(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	dir := t.TempDir()
+	write := func(name string, n int) {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "rec%05d\n", i) // 8 bytes and a newline
+		}
+		os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
+	}
+	write("a.txt", 10)
+	write("b.txt", 20)
+	write("c.txt", 30)
+	c.MustRun("mkdir", "/in")
+	c.MustRun("cp", "file::"+filepath.Join(dir, "a.txt"), "/in/a.txt")
+	c.MustRun("mr", "convert", "file::"+filepath.Join(dir, "b.txt"), "/in/b.fixed8")
+	c.MustRun("mr", "convert", "file::"+filepath.Join(dir, "c.txt"), "/in/c.var")
+	job := writeJob(t, `input = "/in"`, `output = "/out"`, `work = "/work"`, `input_format = "auto"`, `map = "cat >/dev/null"`, `partitions = 1`)
+	out, code := mrRun(t, c, job)
+	if code != 0 {
+		t.Fatalf("mr run: exit %d\n%s", code, out)
+	}
+	if v := reportValue(t, out, "Map input records"); v != "60" {
+		t.Fatalf("map input records %s, want 60 (10 lines, 20 .fixed8 and 30 .var records)\n%s", v, out)
+	}
+}
