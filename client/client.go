@@ -347,6 +347,12 @@ type FsStat struct {
 	Datanodes     uint64
 	LiveDatanodes uint64
 	OpenTxns      uint64
+	// Set by namenodes that report them (zero values otherwise): the
+	// replication of files created with replication 0, the least
+	// security level the namenode accepts, and the cluster's name.
+	DefaultRep      int
+	NamenodeLevel   string
+	NamenodeCluster string
 }
 
 // FsStat returns filesystem totals.
@@ -359,7 +365,14 @@ func (c *Client) FsStat(ctx context.Context) (FsStat, error) {
 	if len(v) < 9 {
 		return FsStat{}, fmt.Errorf("namenode returned %d counters", len(v))
 	}
-	return FsStat{uint32(v[0]), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}, nil
+	st := FsStat{Blocksize: uint32(v[0]), TotalBlocks: v[1], UsedBlocks: v[2], FreeBlocks: v[3], Files: v[4], Dirs: v[5], Datanodes: v[6], LiveDatanodes: v[7], OpenTxns: v[8]}
+	if len(v) >= 11 {
+		st.DefaultRep, st.NamenodeLevel = int(v[9]), auth.Level(v[10]).String()
+	}
+	if len(r.Paths) > 0 {
+		st.NamenodeCluster = r.Paths[0]
+	}
+	return st, nil
 }
 
 // Datanode describes a datanode volume.

@@ -37,6 +37,9 @@ type Config struct {
 	// namenode request for hours) from being aborted as idle. Zero means a
 	// third of the namenode's transaction timeout; negative disables it.
 	KeepaliveInterval time.Duration
+	// Source says where LoadConfig found the cluster: "-namenode",
+	// "$PLASMAFS_NAMENODES" or the configuration file's path.
+	Source string
 }
 
 // ClusterEntry is one cluster of a client configuration file.
@@ -86,6 +89,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		}
 	}()
 	if len(namenodes) > 0 {
+		cfg.Source = "-namenode"
 		return cfg, nil
 	}
 	if cluster == "" {
@@ -96,7 +100,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 					cfg.Namenodes = append(cfg.Namenodes, a)
 				}
 			}
-			cfg.Cluster = cluster
+			cfg.Cluster, cfg.Source = cluster, "$PLASMAFS_NAMENODES"
 			return cfg, nil
 		}
 	}
@@ -114,7 +118,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 	}
 	for _, e := range entries {
 		if cluster == "" || e.Name == cluster {
-			cfg.Cluster = e.Name
+			cfg.Cluster, cfg.Source = e.Name, path
 			cfg.Namenodes = e.Namenodes
 			cfg.Security, cfg.DataSecurity, cfg.CredentialFile = e.Security, e.DataSecurity, e.Credential
 			return cfg, nil

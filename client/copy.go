@@ -16,6 +16,8 @@ type CopyOptions struct {
 	// (0: one transaction). A failure after a partial commit leaves the
 	// committed prefix in place and reports how far it got.
 	CommitEvery int64
+	// Topology is how the blocks reach their replicas (default Chain).
+	Topology Topology
 }
 
 // CopyIn creates path and fills it with everything read from r. It
@@ -27,6 +29,7 @@ func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyO
 		tx.Abort(ctx)
 		return 0, err
 	}
+	f.SetTopology(opt.Topology)
 	ino := f.Ino()
 	var committed, sinceCommit int64
 	for {
@@ -63,6 +66,7 @@ func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyO
 			}
 			f.path = path
 			f.pos = pos
+			f.SetTopology(opt.Topology)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

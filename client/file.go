@@ -54,6 +54,7 @@ type File struct {
 	unloaded map[uint64]prefixSource
 	resize   bool // size changed without data (truncate/extend) and not sent yet
 	closed   bool
+	topology Topology // how writes reach the replicas (topology.go)
 
 	// One flush runs in the background while the next blocks fill up.
 	inflight         map[uint64][]byte
@@ -876,8 +877,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				crcs[k] = checksum(b, f.bs)
 			}
 			addrs, starts := f.tx.c.replicaAddrs(x)
-			first, _ := f.tx.c.node(x.Replicas[0].Node)
-			if err := f.tx.c.data.writeRun(ctx, addrs, starts, x.Tickets, blocks, crcs, f.bs, f.tx.c.localWriteFile(first, starts[0], ticketAt(x.Tickets, 0))); err != nil {
+			if err := f.writeReplicas(ctx, x, addrs, starts, blocks, crcs); err != nil {
 				lastErr = err
 				failed = true
 				var we *writeError

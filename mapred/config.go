@@ -42,7 +42,9 @@ type Job struct {
 	//   "fixed": records of RecordSize bytes each;
 	//   "length-prefixed": each record a 4-byte big-endian length, then
 	//   that many bytes. Such a file cannot be cut without reading it from
-	//   its start, so each file is one map task.
+	//   its start, so each file is one map task;
+	//   "auto": each file's format chosen by its name (FormatOfName: .var
+	//   length-prefixed, .fixed<n> fixed of n bytes, other names lines).
 	InputFormat string
 	RecordSize  int // "fixed": bytes per record
 
@@ -60,6 +62,10 @@ type Job struct {
 	LocalSlots  int // default 2
 	// KeepWork keeps the job's intermediate files in Work.
 	KeepWork bool
+	// ExtractMode is how a map output line gives its key and partition
+	// (the original's extract_mode; see extract.go): "key_tab_value"
+	// (default), "key_tab_partition_tab_value" or "key".
+	ExtractMode string
 }
 
 // Defaults fills in the defaults of unset fields.
@@ -99,18 +105,25 @@ func (j *Job) Validate() error {
 		if d.p == "" {
 			return fmt.Errorf("%s directory missing", d.name)
 		}
-		if !strings.HasPrefix(d.p, "/") {
+		local, p, err := jobTree(d.name, d.p)
+		if err != nil {
+			return err
+		}
+		if !local && !strings.HasPrefix(p, "/") {
 			return fmt.Errorf("%s directory %q: not an absolute PlasmaFS path", d.name, d.p)
 		}
 	}
-	if path.Clean(j.Output) == "/" {
+	if _, out, _ := jobTree("output", j.Output); path.Clean(out) == "/" {
 		return errors.New("output directory cannot be /")
 	}
 	if j.Map == "" {
 		return errors.New("map command missing")
 	}
+	if err := validExtractMode(j.ExtractMode); err != nil {
+		return err
+	}
 	switch j.InputFormat {
-	case FormatLines, FormatLengthPrefixed:
+	case FormatLines, FormatLengthPrefixed, FormatAuto:
 		if j.RecordSize != 0 {
 			return fmt.Errorf("record_size applies to input_format \"fixed\" only")
 		}
@@ -119,7 +132,7 @@ func (j *Job) Validate() error {
 			return fmt.Errorf("record_size %d: input_format \"fixed\" needs 1..1G bytes per record", j.RecordSize)
 		}
 	default:
-		return fmt.Errorf("input_format %q: must be %q, %q or %q", j.InputFormat, FormatLines, FormatFixed, FormatLengthPrefixed)
+		return fmt.Errorf("input_format %q: must be %q, %q, %q or %q", j.InputFormat, FormatLines, FormatFixed, FormatLengthPrefixed, FormatAuto)
 	}
 	switch {
 	case j.Partitions < 1 || j.Partitions > 100000:
@@ -293,7 +306,7 @@ func parseStrings(v string) ([]string, error) {
 func (j *Job) set(k, v string) error {
 	str := map[string]*string{"name": &j.Name, "input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log,
 		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce, "input_format": &j.InputFormat, "combine": &j.Combine, "combine_exec": &j.Combine,
-		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log}
+		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log, "extract_mode": &j.ExtractMode}
 	ints := map[string]*int{"record_size": &j.RecordSize, "partitions": &j.Partitions, "max_attempts": &j.MaxAttempts, "rep": &j.Rep, "output_rep": &j.OutputRep, "local_slots": &j.LocalSlots}
 	sizes := map[string]*int64{"split_size": &j.SplitSize, "sort_buffer": &j.SortBuffer, "bigblock_size": &j.SplitSize, "buffer_size": &j.SortBuffer}
 	if p, ok := str[k]; ok {

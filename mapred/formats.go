@@ -14,6 +14,9 @@ const (
 	FormatLines          = "lines"
 	FormatFixed          = "fixed"
 	FormatLengthPrefixed = "length-prefixed"
+	// FormatAuto chooses each input file's format by its name, as the
+	// original's auto_input_format did (FormatOfName).
+	FormatAuto = "auto"
 )
 
 // maxPrefixedRecord bounds one length-prefixed record (a damaged length

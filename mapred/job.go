@@ -285,10 +285,8 @@ func (s *scheduler) slotsOn(node string) int {
 	return n
 }
 
-// Run runs job j with client c and returns its report. The report is
-// also written to the job's log directory; a failed job returns its report
-// and an error.
-func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, error) {
+// runJob runs job j, whose directories are all in PlasmaFS (Run).
+func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, error) {
 	j.Defaults()
 	if err := j.Validate(); err != nil {
 		return nil, err
@@ -361,7 +359,10 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	var mu sync.Mutex // guards rep and st while phases run
 	stopMonitor := monitor(ctx, c, kill, &mu, rep, st)
 	ptx, _ := c.Begin(ctx)
-	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, j.InputFormat == FormatLengthPrefixed)
+	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
+		f, _ := splitFormat(j, file)
+		return f.Kind == FormatLengthPrefixed
+	})
 	ptx.Abort(ctx)
 	if err != nil {
 		err = fmt.Errorf("planning: %w", err)
@@ -376,14 +377,19 @@ func Run(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, er
 	st.MapTasks = len(splits)
 	mu.Unlock()
 
-	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs, Credential: cred}
+	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs, Credential: cred,
+		JobName: j.Name, InputDir: j.Input, OutputDir: j.Output, LogDir: j.Log, BigblockSize: j.SplitSize}
 	var maps []*taskState
 	for i, s := range splits {
 		t := base
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
-		t.Combine, t.MapPartitions = j.Combine, j.MapPartitions
+		t.Combine, t.MapPartitions, t.ExtractMode = j.Combine, j.MapPartitions, j.ExtractMode
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
-		t.Format, t.RecordSize = j.InputFormat, j.RecordSize
+		f, ferr := splitFormat(j, s.File)
+		if ferr != nil && err == nil {
+			err = fmt.Errorf("planning: %w", ferr)
+		}
+		t.Format, t.RecordSize = f.Kind, f.Size
 		maps = append(maps, &taskState{t: t, node: s.Node})
 	}
 	jctx, cancel := context.WithCancel(ctx)

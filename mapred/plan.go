@@ -23,8 +23,9 @@ type Split struct {
 // a run of blocks sharing a datanode.
 //
 // A file of a format that cannot be cut anywhere but at its start
-// (whole) is one split, placed on the datanode holding most of it.
-func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64, whole bool) ([]Split, int64, error) {
+// (whole reports it, given its path) is one split, placed on the datanode
+// holding most of it.
+func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64, whole func(path string) bool) ([]Split, int64, error) {
 	ents, err := tx.ReadDirPlus(ctx, dir)
 	if err != nil {
 		return nil, 0, err
@@ -47,7 +48,7 @@ func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64
 			return nil, 0, err
 		}
 		path := strings.TrimSuffix(dir, "/") + "/" + e.Name
-		if whole {
+		if whole(path) {
 			out = append(out, wholeFile(path, e.Info.Size, fbs, xs, load))
 			continue
 		}

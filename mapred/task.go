@@ -29,6 +29,7 @@ type Task struct {
 	// MapPartitions: the map command's lines start with their partition
 	// number and a TAB (Job.MapPartitions).
 	MapPartitions bool
+	ExtractMode   string // how a map output line gives its partition (Job.ExtractMode)
 	Partitions    int
 	SortBuffer    int64
 	Rep           int // replication of the file the task writes
@@ -48,6 +49,11 @@ type Task struct {
 	// which a task server runs the task with; only over connections at
 	// security level privacy.
 	Credential []byte `json:",omitempty"`
+	// The job's name and directories and its split size (bigblock size),
+	// for the commands' PLASMAMR_* environment (streamenv.go).
+	JobName                     string
+	InputDir, OutputDir, LogDir string
+	BigblockSize                int64
 }
 
 // Name is the task's name, e.g. map-00003.
@@ -141,22 +147,17 @@ func Execute(ctx context.Context, c *client.Client, w Worker, t Task) Result {
 func executeAs(ctx context.Context, c *client.Client, w Worker, t Task, u *TaskUser) Result {
 	e := &exec1{c: c, w: w, t: t, stderr: &tailBuffer{}, user: u}
 	e.res.Worker = w.Name
-	var err error
-	if u != nil {
-		if e.dir, err = u.workDir(t.AttemptName()); err != nil {
-			e.res.Error = err.Error()
-			return e.res
-		}
-		defer os.RemoveAll(e.dir)
-	}
-	switch t.Kind {
-	case "map":
+	err := e.makeLocalDir()
+	switch {
+	case err != nil:
+	case t.Kind == "map":
 		err = e.runMap(ctx)
-	case "reduce":
+	case t.Kind == "reduce":
 		err = e.runReduce(ctx)
 	default:
 		err = fmt.Errorf("unknown task kind %q", t.Kind)
 	}
+	e.endLocalDir(ctx)
 	e.res.Stderr = e.stderr.String()
 	if err != nil {
 		e.res.Error = err.Error()
@@ -172,7 +173,10 @@ type exec1 struct {
 	res    Result
 	stderr *tailBuffer
 	user   *TaskUser // run commands as this account (nil: as this process)
-	dir    string    // the commands' working directory (with user)
+	// local is the attempt's local directory (PLASMAMR_LOCAL_DIR) and
+	// localLog the directory below it whose files go to the job's log
+	// directory when the attempt ends (streamenv.go).
+	local, localLog string
 	// scratch is the transaction of spill and merge files: never
 	// committed, so they cost no commit and vanish with it.
 	scratch  *client.Txn
@@ -201,8 +205,9 @@ func (e *exec1) env() []string {
 	t := e.t
 	env := os.Environ()
 	if e.user != nil {
-		env = e.user.environ(e.dir)
+		env = e.user.environ(e.local)
 	}
+	env = append(env, e.originalEnv()...)
 	env = append(env,
 		"PLASMAMR_JOB_ID="+t.Job,
 		"PLASMAMR_TASK="+t.Name(),
@@ -296,7 +301,7 @@ func (e *exec1) commandOf(ctx context.Context, shell string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if e.user != nil {
 		cmd.SysProcAttr.Credential = e.user.credential()
-		cmd.Dir = e.dir
+		cmd.Dir = e.local
 	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd
@@ -514,8 +519,8 @@ func (e *exec1) runMap(ctx context.Context) error {
 			if line, p, outErr = cutPartition(line, t.Partitions); outErr != nil {
 				break
 			}
-		} else {
-			p = Partition(keyOf(line), t.Partitions)
+		} else if p, outErr = partitionOf(t.ExtractMode, line, t.Partitions); outErr != nil {
+			break
 		}
 		if !buf.add(p, line) {
 			if outErr = spill(); outErr != nil {
@@ -531,12 +536,12 @@ func (e *exec1) runMap(ctx context.Context) error {
 	werr := cmd.Wait()
 	ferr := <-feedErr
 	switch {
+	case outErr != nil:
+		return outErr // the command was killed for it
 	case werr != nil:
 		return exitError("map command", werr)
 	case ferr != nil:
 		return fmt.Errorf("reading %s: %w", t.Input, ferr)
-	case outErr != nil:
-		return outErr
 	}
 
 	wtx, _ := e.c.Begin(ctx)

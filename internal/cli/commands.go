@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("put", "[-rep N] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
+	register("put", "[-rep N] [-chain|-star] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
 	register("get", "/path LOCALFILE", "copy a PlasmaFS file to a local file", cmdGet)
 	register("cat", "/path...", "write PlasmaFS files to stdout", cmdCat)
 	register("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
@@ -23,7 +23,7 @@ func init() {
 	register("rm", "[-r] /path|glob...", "remove files (and with -r, directory trees)", cmdRm)
 	register("mv", "/from /to", "rename or move", cmdMv)
 	register("ln", "[-s] TARGET /linkpath", "make a hard (or with -s, symbolic) link", cmdLn)
-	register("cp", "[-rep N] /from /to", "copy a file within PlasmaFS", cmdCp)
+	register("cp", "[-rep N] [file::|plasma::]FROM [file::|plasma::]TO", "copy a file within PlasmaFS, or to or from a local file (file::)", cmdCp)
 	register("chmod", "MODE /path...", "change permission bits (octal)", cmdChmod)
 	register("chown", "USER[:GROUP] /path...", "change owner and group", cmdChown)
 	register("stat", "[-json] /path...", "show inode attributes", cmdStat)

@@ -125,11 +125,19 @@ func cmdLn(ctx context.Context, args []string) error {
 }
 
 func cmdCp(ctx context.Context, args []string) error {
-	f := newFlags("cp", "[-rep N] /from /to", "Copy a file within PlasmaFS (the copy is new; /to must not exist).", true)
+	f := newFlags("cp", "[-rep N] [file::|plasma::]FROM [file::|plasma::]TO", "Copy a file within PlasmaFS (the copy is new; /to must not exist), or between\nPlasmaFS and local files: a path prefixed file:: is local (file::/tmp/x), one\nprefixed plasma:: or not at all is in PlasmaFS. A local destination is\nreplaced whole or not at all.", true)
 	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of the copy (0: same as the source)")
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
+		trees, err := splitTreeArgs(f.pos)
+		if err != nil {
+			return err
+		}
+		if trees[0].local || trees[1].local {
+			return copyAcross(ctx, c, trees[0], trees[1], *rep, quiet)
+		}
+		f.pos[0], f.pos[1] = trees[0].path, trees[1].path
 		tx, _ := c.Begin(ctx)
 		defer tx.Abort(ctx)
 		src, err := tx.Open(ctx, f.pos[0])

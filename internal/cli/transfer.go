@@ -24,6 +24,7 @@ func cmdPut(ctx context.Context, args []string) error {
 	f.sizeRange(&every, "commit-every", 1<<20, 1<<50, "commit after this many bytes")
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
+	topology := topologyFlags(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func cmdPut(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	bar := newProgress(size, "put", quiet)
-	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: every})
+	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: every, Topology: topology()})
 	bar.finish()
 	if err != nil {
 		return err

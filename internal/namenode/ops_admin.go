@@ -78,5 +78,9 @@ func (n *Namenode) fsStat() *wire.Response {
 			files++
 		}
 	}
-	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(n.nodes.count()), alive, uint64(n.txns.count())}}
+	// After the totals, the settings a client shows as its effective
+	// parameters ('plasma params'): the default replication and the
+	// least security level accepted; Paths carries the cluster name.
+	return &wire.Response{Counters: []uint64{uint64(n.cfg.Blocksize), total, used, total - used, files, dirs, uint64(n.nodes.count()), alive, uint64(n.txns.count()),
+		uint64(n.cfg.DefaultRep), uint64(n.cfg.Security)}, Paths: []string{n.cfg.Cluster}}
 }
