@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/cli"
+	"github.com/plasmafs/plasma/internal/units"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -25,7 +27,7 @@ import (
 // same pipeline run locally and a one-thread awk word count, in the same
 // run on the same data.
 func cmdBenchMR(ctx context.Context, args []string) error {
-	f := newFlags("bench mr", "[-size BYTES] [-slots N | -taskserver ADDR...] [options]",
+	f := cli.NewFlags(prog, "mr", "[-size BYTES] [-slots N | -taskserver ADDR...] [options]",
 		`Word count of generated text (skewed word frequencies) as a streaming MapReduce job
 (mapper: awk printing "word TAB 1"; reducer: cut -f1 | uniq -c), beside two references run
 on a local copy of the same text: the same pipeline as one local shell pipeline
@@ -35,29 +37,29 @@ the same word count also runs as a Go-API job (an executable like tests/testdata
 -input, -output and -partitions), and with PySpark installed (pip install pyspark) a PySpark
 local[2] word count of the local copy runs as a third reference; both outputs are checked too.`, true)
 	var size int64 = 200 << 20
-	f.sizeRange(&size, "size", 1<<20, 1<<40, "bytes of text")
+	f.SizeRange(&size, "size", 1<<20, 1<<40, "bytes of text")
 	var split int64 = 32 << 20
-	f.sizeRange(&split, "split-size", 64<<10, 1<<40, "input bytes per map task")
+	f.SizeRange(&split, "split-size", 64<<10, 1<<40, "input bytes per map task")
 	var sortBuf int64 = 64 << 20
-	f.sizeRange(&sortBuf, "sort-buffer", 64<<10, 1<<40, "memory per task for sorting")
-	slots := f.intRange("slots", runtime.NumCPU(), 1, 1024, "in-process task slots (without -taskserver)")
-	parts := f.intRange("partitions", runtime.NumCPU(), 1, 10000, "reduce tasks")
-	var servers multiFlag
+	f.SizeRange(&sortBuf, "sort-buffer", 64<<10, 1<<40, "memory per task for sorting")
+	slots := f.IntRange("slots", runtime.NumCPU(), 1, 1024, "in-process task slots (without -taskserver)")
+	parts := f.IntRange("partitions", runtime.NumCPU(), 1, 10000, "reduce tasks")
+	var servers cli.MultiFlag
 	f.Var(&servers, "taskserver", "task server `host:port` (repeatable)")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "task servers' token `file`")
 	localDir := f.String("localdir", os.TempDir(), "directory for the local copy")
 	dir := f.String("dir", "/bench-mr", "PlasmaFS directory for the benchmark (removed afterwards)")
 	sortMode := f.Bool("sort", false, "instead: a TeraSort-style sort of 100-byte records (-size bytes) as an identity job with one\npartition, beside LC_ALL=C sort --parallel=2 of the same records; the outputs must be equal")
 	goJob := f.String("go-job", "", "a Go-API word count `executable` to run as well (e.g. built from tests/testdata/gowc)")
-	if err := f.parse(args); err != nil {
+	if err := f.Parse(args); err != nil {
 		return err
 	}
-	c, err := f.connect(ctx)
+	c, err := f.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	token, err := readToken(*tokenFile)
+	token, err := cli.ReadToken(*tokenFile)
 	if err != nil {
 		return err
 	}
@@ -152,7 +154,7 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 	if len(runners) > 0 {
 		where = fmt.Sprintf("%d task servers", len(runners))
 	}
-	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", human(uint64(size)), runtime.NumCPU())
+	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", units.Human(uint64(size)), runtime.NumCPU())
 	line("plasma put (not part of the job)", putTime)
 	line("local awk | LC_ALL=C sort | uniq -c", pipeTime)
 	line("local awk hash count, one thread", awkTime)
