@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/internal/units"
 )
 
@@ -121,7 +122,7 @@ func (j *Job) Validate() error {
 	if j.Map == "" {
 		return errors.New("map command missing")
 	}
-	if err := validExtractMode(j.ExtractMode); err != nil {
+	if err := mrexec.ValidExtractMode(j.ExtractMode); err != nil {
 		return err
 	}
 	switch j.InputFormat {

@@ -15,41 +15,8 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
-
-// Runner runs task attempts somewhere: in this process or on a task
-// server.
-type Runner interface {
-	Worker() Worker
-	Slots() int
-	// Run runs an attempt. An error means the runner could not say how
-	// the attempt went (e.g. its task server died); a failed attempt is a
-	// Result with Error set.
-	Run(ctx context.Context, t Task) (Result, error)
-	// Alive says whether the runner can still take tasks.
-	Alive(ctx context.Context) bool
-}
-
-// Local runs tasks in goroutines of this process.
-type Local struct {
-	C     *client.Client
-	N     int
-	Node  string // the local datanode's identity, if any
-	Label string
-}
-
-func (l *Local) Worker() Worker {
-	name := l.Label
-	if name == "" {
-		name = "local"
-	}
-	return Worker{Name: name, Node: l.Node}
-}
-func (l *Local) Slots() int                     { return l.N }
-func (l *Local) Alive(ctx context.Context) bool { return true }
-func (l *Local) Run(ctx context.Context, t Task) (Result, error) {
-	return Execute(ctx, l.C, l.Worker(), t), nil
-}
 
 // Attempt is the record of one task attempt, for the report.
 type Attempt struct {
@@ -133,11 +100,15 @@ func (r *Report) Text() string {
 	return b.String()
 }
 
+// Counters count a job's records and bytes.
+type Counters = mrexec.Counters
+
 // Options of Run.
 type Options struct {
-	// Runners run the tasks; none means a Local runner with the job's
-	// LocalSlots.
-	Runners []Runner
+	// Runners run the tasks: plasma's own commands set them (task
+	// servers, internal/mrexec); none, as a job author leaves it, means
+	// in-process slots (Job.LocalSlots).
+	Runners []mrexec.Runner
 	// Log receives progress lines.
 	Log io.Writer
 	// CredentialLifetime is how long the credential delegated to the
@@ -151,13 +122,13 @@ const DefaultCredentialLifetime = 24 * time.Hour
 
 // delegatingRunner is a runner whose tasks carry the job's delegated
 // credential.
-type delegatingRunner interface{ needsDelegation() bool }
+type delegatingRunner interface{ NeedsDelegation() bool }
 
 // delegate asks the namenode for the credential the job's tasks run with
 // on task servers, if a runner needs one (nil otherwise).
-func delegate(ctx context.Context, c *client.Client, runners []Runner, job string, lifetime time.Duration) ([]byte, error) {
+func delegate(ctx context.Context, c *client.Client, runners []mrexec.Runner, job string, lifetime time.Duration) ([]byte, error) {
 	for _, r := range runners {
-		if d, ok := r.(delegatingRunner); ok && d.needsDelegation() {
+		if d, ok := r.(delegatingRunner); ok && d.NeedsDelegation() {
 			if lifetime <= 0 {
 				lifetime = DefaultCredentialLifetime
 			}
@@ -179,12 +150,12 @@ func newJobID() string {
 
 // taskState is a task's scheduling state.
 type taskState struct {
-	t        Task
+	t        mrexec.Task
 	node     string // preferred datanode
 	attempts int
 	avoid    string // the worker of the last failed attempt
 	done     bool
-	result   Result
+	result   mrexec.Result
 }
 
 // scheduler hands tasks of one phase to runner slots.
@@ -214,7 +185,7 @@ func (s *scheduler) noteRunning(delta int) {
 }
 
 // next returns a task for a slot of w, nil when the phase is over.
-func (s *scheduler) next(w Worker) *taskState {
+func (s *scheduler) next(w mrexec.Worker) *taskState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -300,7 +271,7 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 	}
 	runners := opt.Runners
 	if len(runners) == 0 {
-		runners = []Runner{&Local{C: c, N: j.LocalSlots}}
+		runners = []mrexec.Runner{&mrexec.Local{C: c, N: j.LocalSlots}}
 	}
 	start := time.Now()
 	id := newJobID()
@@ -359,7 +330,7 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 	var mu sync.Mutex // guards rep and st while phases run
 	stopMonitor := monitor(ctx, c, kill, &mu, rep, st)
 	ptx, _ := c.Begin(ctx)
-	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
+	splits, bs, err := planSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
 		f, _ := splitFormat(j, file)
 		return f.Kind == FormatLengthPrefixed
 	})
@@ -377,7 +348,7 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 	st.MapTasks = len(splits)
 	mu.Unlock()
 
-	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs, Credential: cred,
+	base := mrexec.Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs, Credential: cred,
 		JobName: j.Name, InputDir: j.Input, OutputDir: j.Output, LogDir: j.Log, BigblockSize: j.SplitSize}
 	var maps []*taskState
 	for i, s := range splits {
@@ -534,7 +505,7 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 }
 
 // runSlot runs tasks of s on r until the phase ends.
-func runSlot(ctx context.Context, s *scheduler, r Runner, j Job, mu *sync.Mutex, rep *Report, logf func(string, ...any)) {
+func runSlot(ctx context.Context, s *scheduler, r mrexec.Runner, j Job, mu *sync.Mutex, rep *Report, logf func(string, ...any)) {
 	w := r.Worker()
 	for {
 		ts := s.next(w)
@@ -555,7 +526,7 @@ func runSlot(ctx context.Context, s *scheduler, r Runner, j Job, mu *sync.Mutex,
 			Local: t.Kind == "map" && ts.node != "" && ts.node == w.Node}
 		mu.Lock()
 		rep.Attempts = append(rep.Attempts, a)
-		rep.Counters.add(res.Counters)
+		rep.Counters.Add(res.Counters)
 		rep.JobCommits += res.Commits
 		rep.InputFiles += res.Inputs
 		rep.NonLocalInputs += res.NonLocal

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/cli"
+	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/internal/units"
 	"github.com/plasmafs/plasma/mapred"
 )
@@ -63,9 +64,9 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 	if err != nil {
 		return err
 	}
-	var runners []mapred.Runner
+	var runners []mrexec.Runner
 	for _, a := range servers {
-		r, err := mapred.Dial(ctx, a, c, token)
+		r, err := mrexec.Dial(ctx, a, c, token)
 		if err != nil {
 			return err
 		}
@@ -183,7 +184,7 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 // benchSort sorts size bytes of 100-byte records (99 random letters and a
 // newline, as the original's sort benchmark used 100-byte lines) with an
 // identity job of one partition, and the same local copy with GNU sort.
-func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir string, split, sortBuf int64, slots int, runners []mapred.Runner) error {
+func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir string, split, sortBuf int64, slots int, runners []mrexec.Runner) error {
 	local := filepath.Join(localDir, fmt.Sprintf("plasma-bench-sort-%d", os.Getpid()))
 	defer os.Remove(local)
 	defer os.Remove(local + ".sorted")
