@@ -16,7 +16,6 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/bench"
 	"github.com/plasmafs/plasma/internal/cli"
-	"github.com/plasmafs/plasma/internal/units"
 )
 
 // prog is the program's name in messages.
@@ -112,7 +111,7 @@ func cmdWarmMemory(ctx context.Context, args []string) error {
 	for i := 0; i < len(b); i += 4096 {
 		b[i] = 1
 	}
-	fmt.Fprintf(stdout, "touched %s\n", units.Human(uint64(size)))
+	fmt.Fprintf(stdout, "touched %s\n", cli.Human(uint64(size)))
 	return nil
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/cli"
 	"github.com/plasmafs/plasma/internal/mrexec"
-	"github.com/plasmafs/plasma/internal/units"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -155,7 +154,7 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 	if len(runners) > 0 {
 		where = fmt.Sprintf("%d task servers", len(runners))
 	}
-	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", units.Human(uint64(size)), runtime.NumCPU())
+	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", cli.Human(uint64(size)), runtime.NumCPU())
 	line("plasma put (not part of the job)", putTime)
 	line("local awk | LC_ALL=C sort | uniq -c", pipeTime)
 	line("local awk hash count, one thread", awkTime)

@@ -32,7 +32,6 @@ func init() {
 var (
 	parseSize  = units.ParseSize
 	sizeString = units.FormatSize
-	human      = units.Human
 )
 
 type sizeFlag struct{ v *int64 }

@@ -83,5 +83,8 @@ func (f *Flags) Config() (client.Config, error) { return client.LoadConfig(f.clu
 // Connect connects to the cluster the options select.
 func (f *Flags) Connect(ctx context.Context) (*client.Client, error) { return f.connect(ctx) }
 
+// Human renders a byte count for people: 512 B, 1.5 KiB, 2.0 GiB.
+func Human(b uint64) string { return human(b) }
+
 // ReadToken reads a task server token file ("" for no file).
 func ReadToken(file string) (string, error) { return readToken(file) }

@@ -194,6 +194,19 @@ type jsonDatanode struct {
 	Blocks   uint64 `json:"blocks"`
 }
 
+func human(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
 func cmdFsck(ctx context.Context, args []string) error {
 	f := newFlags("fsck", "[-json]", "Check metadata consistency and verify every block replica's checksum on its datanode.\nExit status 1 when problems are found.", true)
 	out := newPrinter(f, "one JSON object: files, blocks, unsettled and problems (one string each)")

@@ -66,17 +66,3 @@ func FormatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
-
-// Human renders a byte count for people: 512 B, 1.5 KiB, 2.0 GiB.
-func Human(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
-}
