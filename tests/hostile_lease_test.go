@@ -27,7 +27,8 @@ import (
 // with the error inode-addressed requests give (a file behind a
 // directory she cannot search is "permission denied", as for stat, not
 // "not a directory", which would tell its type); a directory she may
-// read is leased.
+// write is leased (lease_writers_only_test.go: one she may only read is
+// not).
 func TestHostileLeaseRequests(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
 	ctx := context.Background()
@@ -94,7 +95,11 @@ func TestHostileLeaseRequests(t *testing.T) {
 		var d client.FileInfo
 		mustOK(t, "big directory", admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			var err error
-			if d, err = tx.Mkdir(ctx, fmt.Sprintf("/pub/big%d", n), 0o755); err != nil {
+			if d, err = tx.Mkdir(ctx, fmt.Sprintf("/pub/big%d", n), 0o777); err != nil {
+				return err
+			}
+			mode := fs.FileMode(0o777) // only writers get leases
+			if _, err := tx.SetAttr(ctx, d.Ino, client.SetAttr{Mode: &mode}); err != nil {
 				return err
 			}
 			for i := 0; i < n; i++ {
