@@ -90,12 +90,13 @@ func TestHostileLeaseRequests(t *testing.T) {
 		t.Fatalf("lease of /pub: %+v, want a new lease listing f", r)
 	}
 	// Directories of 4096 names (leased, every name listed) and of 4097
-	// (not leased); long names.
+	// (not leased); long names. Not in /pub: making them there waits for
+	// her lease, after which she gets none for a while.
 	for _, n := range []int{4096, 4097} {
 		var d client.FileInfo
 		mustOK(t, "big directory", admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			var err error
-			if d, err = tx.Mkdir(ctx, fmt.Sprintf("/pub/big%d", n), 0o777); err != nil {
+			if d, err = tx.Mkdir(ctx, fmt.Sprintf("/big%d", n), 0o777); err != nil {
 				return err
 			}
 			mode := fs.FileMode(0o777) // only writers get leases
@@ -568,8 +569,10 @@ func TestHostileLeaseFloods(t *testing.T) {
 	<-renewer
 
 	// The flood: more creates into one leased directory than may wait.
+	// The lease is another user's: mallory, who made others wait, gets
+	// none for a while.
 	target := dirs[ndirs-1]
-	if r := must(t, hostile, &wire.Request{Op: wire.OpLeaseDir, Ino: target}); r.Counters[0] == 0 {
+	if r := must(t, rawAs(t, c, c.IssueCredential("trudy", auth.RoleUser)), &wire.Request{Op: wire.OpLeaseDir, Ino: target}); r.Counters[0] == 0 {
 		t.Fatal("no lease on the flood's directory")
 	}
 	flooder := rawAs(t, c, c.AdminCred)

@@ -221,3 +221,78 @@ func TestLeaseOneWaitPerAddition(t *testing.T) {
 		t.Errorf("the create after the restart waited %d times, want once (for the grace and the lease together)", waits)
 	}
 }
+
+// TestLeaseHolderOfManyDirectories: a hostile user who may write forty
+// directories leases them all, on two connections, and keeps renewing.
+// Once another client's create has waited for one of those leases, the
+// hostile user gets no lease and no renewal anywhere, on either
+// connection, not even on a directory she never leased: her leases all
+// run out within the term the create waited, so the next creates in her
+// other directories wait out no more than that same term, instead of one
+// term each. Another user is not cooled off with her.
+func TestLeaseHolderOfManyDirectories(t *testing.T) {
+	const term = 3 * time.Second // cool-off: 30 s
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1, NamenodeArgs: []string{"-lease-term", term.String()}})
+	ctx := context.Background()
+	admin := c.Client(client.Config{})
+	defer admin.Close()
+	const ndirs = 40
+	modes := map[string]fs.FileMode{"/pub": 0o755, "/pub/never-leased": 0o777}
+	order := []string{"/pub", "/pub/never-leased"}
+	for i := 0; i < ndirs; i++ {
+		p := fmt.Sprintf("/pub/%d", i)
+		modes[p] = 0o777
+		order = append(order, p)
+	}
+	inos := mkdirsMode(t, admin, "", modes, order...)
+	leased := order[2:]
+	cred := c.IssueCredential("mallory", auth.RoleUser)
+	hostile := []*rpc.Conn{rawAs(t, c, cred), rawAs(t, c, cred)}
+	for i, p := range leased {
+		if term, _ := leaseOf(t, hostile[i%2], inos[p]); term == 0 {
+			t.Fatalf("no lease on %s", p)
+		}
+	}
+	stop := make(chan struct{})
+	renewer := make(chan struct{})
+	go func() {
+		defer close(renewer)
+		for {
+			for i, p := range leased {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				hostile[i%2].Call(ctx, &wire.Request{Op: wire.OpLeaseDir, Ino: inos[p]})
+			}
+		}
+	}()
+	before := leaseWaits(t, admin)
+	_, err := admin.Auto(client.Async).CreateAt(ctx, inos[leased[0]], "mine", client.CreateOptions{})
+	mustOK(t, "create in a leased directory", err)
+	close(stop)
+	<-renewer
+	if leaseWaits(t, admin) == before {
+		t.Fatal("the create in a directory the hostile user keeps leased did not wait")
+	}
+	// Each directory asked for on the connection that held it.
+	for i, p := range leased {
+		if term, _ := leaseOf(t, hostile[i%2], inos[p]); term != 0 {
+			t.Errorf("%s: the hostile user's lease renewed for %v after another client waited for one of her leases", p, term)
+		}
+	}
+	for _, h := range hostile {
+		if term, _ := leaseOf(t, h, inos["/pub/never-leased"]); term != 0 {
+			t.Errorf("/pub/never-leased leased to the hostile user for %v after another client waited for one of her leases", term)
+		}
+	}
+	other := rawAs(t, c, c.IssueCredential("bob", auth.RoleUser))
+	if term, _ := leaseOf(t, other, inos["/pub/never-leased"]); term == 0 {
+		t.Error("another user got no lease while the hostile user cools off")
+	}
+	for _, p := range leased[1:] {
+		_, err := admin.Auto(client.Async).CreateAt(ctx, inos[p], "mine", client.CreateOptions{})
+		mustOK(t, "create in "+p, err)
+	}
+}

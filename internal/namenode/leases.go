@@ -42,13 +42,17 @@ type dirLeases struct {
 	coolOff time.Duration
 	m       map[uint64]*dirLease
 	cold    map[uint64]time.Time // no lease on these directories until then
-	grace   time.Time            // additions wait until then (start-up)
-	sweepAt int                  // table size at which ended entries are swept
-	putOff  uint64               // additions put off (retryAfter) so far, for the namenode's stats
+	// coldUsers: users one of whose leases another user had to wait for
+	// get no lease until then.
+	coldUsers map[leaseUser]time.Time
+	grace     time.Time // additions wait until then (start-up)
+	sweepAt   int       // table size at which ended entries are swept
+	putOff    uint64    // additions put off (retryAfter) so far, for the namenode's stats
 }
 
 type dirLease struct {
 	holder   *conn
+	user     leaseUser // the holder's
 	expires  time.Time
 	recalled bool // another client waits: no renewal
 }
@@ -69,7 +73,7 @@ const (
 // predecessor's lease to wait out.
 func newDirLeases(now time.Time, term time.Duration, fresh bool) *dirLeases {
 	l := &dirLeases{term: term, coolOff: leaseCoolOffTerms * term, m: map[uint64]*dirLease{},
-		cold: map[uint64]time.Time{}, grace: now.Add(term), sweepAt: 1024}
+		cold: map[uint64]time.Time{}, coldUsers: map[leaseUser]time.Time{}, grace: now.Add(term), sweepAt: 1024}
 	if fresh {
 		l.grace = now
 	}
@@ -87,24 +91,48 @@ func (l *dirLeases) renew(c *conn, dir uint64, now time.Time) bool {
 	return true
 }
 
+// leaseUser is who a lease counts against for the cool-off: the user of
+// the holder's connection, so that more connections buy no more waits.
+// At security level none nobody is identified (and everybody may do
+// anything): each connection is its own user.
+type leaseUser struct {
+	name string
+	conn *conn // only when the connection has no identity
+}
+
+func userOf(c *conn) leaseUser {
+	if c.who == nil {
+		return leaseUser{conn: c}
+	}
+	return leaseUser{name: c.who.User}
+}
+
 // mayGrant reports whether dir can be leased to c now (nobody else holds
-// it, it is not cooling off).
+// it, neither the directory nor c's user is cooling off).
 func (l *dirLeases) mayGrant(c *conn, dir uint64, now time.Time) bool {
-	if until, ok := l.cold[dir]; ok {
-		if now.Before(until) {
-			return false
-		}
-		delete(l.cold, dir)
+	if coolingOff(l.cold, dir, now) || coolingOff(l.coldUsers, userOf(c), now) {
+		return false
 	}
 	d := l.m[dir]
 	return d == nil || d.holder == c || !now.Before(d.expires)
 }
 
+// coolingOff reports whether k's cool-off in cold runs at now, and
+// forgets it once it has ended.
+func coolingOff[K comparable](cold map[K]time.Time, k K, now time.Time) bool {
+	until, ok := cold[k]
+	if ok && !now.Before(until) {
+		delete(cold, k)
+		return false
+	}
+	return ok
+}
+
 func (l *dirLeases) grant(c *conn, dir uint64, now time.Time) {
-	if len(l.m)+len(l.cold) >= l.sweepAt {
+	if len(l.m)+len(l.cold)+len(l.coldUsers) >= l.sweepAt {
 		l.sweep(now)
 	}
-	l.m[dir] = &dirLease{holder: c, expires: now.Add(l.term)}
+	l.m[dir] = &dirLease{holder: c, user: userOf(c), expires: now.Add(l.term)}
 }
 
 // sweep forgets ended leases and cool-offs, so the tables hold about what
@@ -116,12 +144,17 @@ func (l *dirLeases) sweep(now time.Time) {
 			delete(l.m, dir)
 		}
 	}
-	for dir, until := range l.cold {
+	sweepCold(l.cold, now)
+	sweepCold(l.coldUsers, now)
+	l.sweepAt = max(1024, 2*(len(l.m)+len(l.cold)+len(l.coldUsers)))
+}
+
+func sweepCold[K comparable](cold map[K]time.Time, now time.Time) {
+	for k, until := range cold {
 		if !now.Before(until) {
-			delete(l.cold, dir)
+			delete(cold, k)
 		}
 	}
-	l.sweepAt = max(1024, 2*(len(l.m)+len(l.cold)))
 }
 
 // admit is asked before c adds a name to dir. It returns a retryAfter
@@ -137,7 +170,7 @@ func (l *dirLeases) admit(c *conn, dir uint64, now time.Time) error {
 		if !now.Before(d.expires) {
 			delete(l.m, dir)
 		} else {
-			l.recall(dir, d)
+			l.recall(dir, d, userOf(c), now)
 			if wait == nil || d.expires.After(wait.at) {
 				wait = &retryAfter{at: d.expires, why: fmt.Sprintf("directory %d is leased to another client", dir)}
 			}
@@ -151,11 +184,26 @@ func (l *dirLeases) admit(c *conn, dir uint64, now time.Time) error {
 }
 
 // recall stops the renewals of d, the running lease on dir, because
-// another client waits for it, and lets the directory cool off after it.
-func (l *dirLeases) recall(dir uint64, d *dirLease) {
+// another client (of user by) waits for it, and lets the directory cool
+// off after it. When by is another user, it stops those of every other
+// lease of d's user too, and that user gets no new lease until the
+// cool-off after they have all ended: however many directories a user
+// leases, it holds up other users' additions for one term per cool-off
+// in all, not one term per directory. (A user whose connections wait for
+// each other only slows itself.)
+func (l *dirLeases) recall(dir uint64, d *dirLease, by leaseUser, now time.Time) {
 	if !d.recalled {
 		d.recalled = true
 		l.cold[dir] = d.expires.Add(l.coolOff)
+	}
+	if by == d.user || coolingOff(l.coldUsers, d.user, now) {
+		return // nothing more to recall: no lease is granted while cooling off
+	}
+	l.coldUsers[d.user] = now.Add(l.term + l.coolOff)
+	for _, e := range l.m {
+		if e.user == d.user {
+			e.recalled = true
+		}
 	}
 }
 
