@@ -88,7 +88,7 @@ func cmdAdmin(ctx context.Context, args []string) error {
 // adminStats prints the namenode's request counters (the counter the
 // random-read benchmark uses to show reads need no namenode).
 func adminStats(ctx context.Context, args []string) error {
-	f := newFlags("admin stats", "[-json]", "Show the namenode's request and commit counters.", true)
+	f := newFlags("admin stats", "[-json]", "Show the namenode's request and commit counters, and how many additions to a\ndirectory waited for another client's lease on it (lease waits).", true)
 	out := newPrinter(f, "one JSON object: requests, commits, batches, cpu_seconds, lease_waits and per_op {operation: requests}")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
 		s, err := c.NamenodeStats(ctx)
