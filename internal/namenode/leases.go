@@ -24,7 +24,9 @@ import (
 // gets no new lease for the cool-off (ten terms), so directories several
 // clients write to fall back to plain lookups; while the waiting request
 // holds its lock on the directory, no lease is granted on it either
-// (pendingIn), so a request waits out one lease at most. A lease whose
+// (pendingIn), so a request waits out one lease at most. The holder's
+// user loses all its leases with it (recall): leasing many directories
+// does not multiply the waits it can cause. A lease whose
 // connection closed is no longer renewed but still runs out its term (the
 // client may not have noticed yet; it drops its leases when it
 // reconnects).
