@@ -171,6 +171,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	maxHandshakes := f.intRange("max-handshakes-per-source", 64, 1, 1<<20, "connections from one address still in their handshake")
 	rep := f.intRange("rep", 1, 1, 16, "default replication")
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
+	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
@@ -221,7 +222,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
-		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
+		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {

@@ -28,6 +28,13 @@ type Config struct {
 	Fresh bool
 	// TxnTimeout aborts a transaction that made no request for this long.
 	TxnTimeout time.Duration
+	// LeaseTerm is the length of a directory lease (default
+	// DefaultLeaseTerm): longer saves more lookups to the holder and makes
+	// others' additions to a leased directory wait that much longer. A
+	// namenode waits one term at start-up for its predecessor's leases,
+	// so a term shorter than the predecessor's is safe only once the old
+	// term has passed since the predecessor stopped.
+	LeaseTerm time.Duration
 	// HeartbeatTimeout declares a datanode dead after this long without a
 	// heartbeat (a closed connection declares it dead at once).
 	HeartbeatTimeout time.Duration
@@ -190,6 +197,9 @@ func New(cfg Config) (*Namenode, error) {
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = time.Second
 	}
+	if cfg.LeaseTerm <= 0 {
+		cfg.LeaseTerm = DefaultLeaseTerm
+	}
 	if cfg.SyncCommits == 0 {
 		cfg.SyncCommits = 1000
 	}
@@ -212,7 +222,7 @@ func New(cfg Config) (*Namenode, error) {
 		locks:  newLockTable(),
 		txns:   newTxnTable(),
 		nodes:  newNodeRegistry(),
-		leases: newDirLeases(time.Now(), cfg.Fresh),
+		leases: newDirLeases(time.Now(), cfg.LeaseTerm, cfg.Fresh),
 		stop:   make(chan struct{}),
 	}
 	n.ns = newNamespace(n.locks)
