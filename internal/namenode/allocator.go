@@ -12,6 +12,16 @@ import (
 // over the nodes while each run stays contiguous on disk.
 const runLength = 128
 
+// Where a single-replica file's runs go: each of its groups of runLength
+// blocks on one datanode, the next group on the next datanode (by id). The
+// first group, of a new file, goes to the datanode with the most free
+// blocks; datanodes within nearSlack of it count as equals and take turns
+// (nodeRegistry.turn), so that files, also of concurrent writers, spread
+// over the cluster instead of all starting on one datanode.
+//
+// nearSlack is max(runLength, the most free blocks / nearFraction).
+const nearFraction = 16
+
 // blockAllocator places one allocation request: which datanodes get each
 // replica of each block, taken from their block maps. It knows nothing of
 // transactions; the namenode records the runs it returns in the
@@ -22,18 +32,50 @@ const runLength = 128
 type blockAllocator struct {
 	nodes []*dnode          // candidates: live, enabled datanodes
 	hints map[uint32]uint64 // per datanode, where the file's blocks there end
+	// groups: per group of runLength blocks of the file, the datanode
+	// holding its first replica (single-replica files keep a group on one).
+	groups map[uint64]uint32
+	turn   *uint64 // whose turn it is among near-equal datanodes
 }
 
 // newBlockAllocator makes an allocator over the live datanodes nodes for a
 // file whose current block list is xs (the contiguity hints).
 func newBlockAllocator(nodes []*dnode, xs []wire.Extent) *blockAllocator {
-	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}}
+	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}, groups: map[uint64]uint32{}, turn: new(uint64)}
 	for _, x := range xs {
 		for _, r := range x.Replicas {
 			a.hints[r.Node] = r.Start + uint64(x.Count)
 		}
+		if len(x.Replicas) > 0 && x.Count > 0 {
+			a.noteGroups(x.Index, uint64(x.Count), x.Replicas[0].Node)
+		}
 	}
 	return a
+}
+
+// noteGroups records that the file's blocks index..index+count-1 have
+// their first replica on node.
+func (a *blockAllocator) noteGroups(index, count uint64, node uint32) {
+	for g := index / runLength; g <= (index+count-1)/runLength; g++ {
+		a.groups[g] = node
+	}
+}
+
+// notePending adds the runs the file's transaction allocated but has not
+// attached yet (a file written in several flushes) to what the allocator
+// knows of the file, so its next blocks join them.
+func (a *blockAllocator) notePending(runs []run) {
+	for _, r := range runs {
+		if r.count == 0 {
+			continue
+		}
+		if _, ok := a.groups[r.index/runLength]; !ok {
+			a.noteGroups(r.index, r.count, r.node)
+		}
+		if end, ok := a.hints[r.node]; !ok || r.start+r.count > end {
+			a.hints[r.node] = r.start + r.count
+		}
+	}
 }
 
 // place allocates blocks index..index+count-1 of file ino with rep
@@ -70,13 +112,14 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 	})
 	var out []wire.Extent
 	var runs []run
+	preferred := len(prefSet) > 0 && prefSet[live[0].Identity]
 	for count > 0 {
 		piece := count
 		var set []*dnode
 		if rep == 1 {
 			group := index / runLength
 			piece = min(count, (group+1)*runLength-index)
-			set = []*dnode{live[int(group%uint64(len(live)))]}
+			set = []*dnode{a.singleNode(group, live, preferred)}
 		} else {
 			set = live[:rep]
 		}
@@ -86,11 +129,64 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 			a.release(runs)
 			return nil, nil, err
 		}
+		for _, x := range xs {
+			a.noteGroups(x.Index, uint64(x.Count), x.Replicas[0].Node)
+		}
 		out = append(out, xs...)
 		index += piece
 		count -= piece
 	}
 	return out, runs, nil
+}
+
+// singleNode returns the datanode for group of a single-replica file:
+// the one holding the group's blocks already, else the one after the
+// datanode of the group before (in live's order), else, for a file's
+// first blocks, live[0] if preferred, or the one with the most free
+// blocks, near-equals taking turns.
+func (a *blockAllocator) singleNode(group uint64, live []*dnode, preferred bool) *dnode {
+	at := func(id uint32) int {
+		for i, dn := range live {
+			if dn.ID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	if id, ok := a.groups[group]; ok {
+		if i := at(id); i >= 0 {
+			return live[i]
+		}
+	}
+	if id, ok := a.groups[group-1]; ok && group > 0 {
+		if i := at(id); i >= 0 {
+			return live[(i+1)%len(live)]
+		}
+	}
+	if preferred {
+		return live[0]
+	}
+	return a.roomiest(live)
+}
+
+// roomiest returns the datanode of live with the most free blocks, or,
+// if others are within nearSlack of it, the one whose turn it is among
+// them (live is in id order).
+func (a *blockAllocator) roomiest(live []*dnode) *dnode {
+	most := uint64(0)
+	for _, dn := range live {
+		most = max(most, dn.used.free())
+	}
+	slack := max(runLength, most/nearFraction)
+	var near []*dnode
+	for _, dn := range live {
+		if dn.used.free()+slack >= most {
+			near = append(near, dn)
+		}
+	}
+	dn := near[*a.turn%uint64(len(near))]
+	*a.turn++
+	return dn
 }
 
 // piece allocates count blocks on the nodes of set (one replica each),
@@ -170,6 +266,16 @@ func substitute(set, live []*dnode, full *dnode) *dnode {
 // nothing is taken. Called with n.mu held.
 func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64) ([]wire.Extent, error) {
 	a := newBlockAllocator(n.liveNodes(), n.ns.blockList(tx, ino))
+	a.turn = &n.nodes.turn
+	for _, runs := range tx.allocated {
+		var mine []run
+		for _, r := range runs {
+			if r.ino == ino {
+				mine = append(mine, r)
+			}
+		}
+		a.notePending(mine)
+	}
 	xs, runs, err := a.place(ino, index, count, rep, pref)
 	if err != nil {
 		return nil, err
