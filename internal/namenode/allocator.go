@@ -32,32 +32,37 @@ const nearFraction = 16
 type blockAllocator struct {
 	nodes []*dnode          // candidates: live, enabled datanodes
 	hints map[uint32]uint64 // per datanode, where the file's blocks there end
-	// groups: per group of runLength blocks of the file, the datanode
-	// holding its first replica (single-replica files keep a group on one).
-	groups map[uint64]uint32
+	// groups: per group of runLength blocks of the file, the datanodes
+	// holding its replicas, first replica first: a group's blocks stay
+	// together on them.
+	groups map[uint64][]uint32
 	turn   *uint64 // whose turn it is among near-equal datanodes
 }
 
 // newBlockAllocator makes an allocator over the live datanodes nodes for a
 // file whose current block list is xs (the contiguity hints).
 func newBlockAllocator(nodes []*dnode, xs []wire.Extent) *blockAllocator {
-	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}, groups: map[uint64]uint32{}, turn: new(uint64)}
+	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}, groups: map[uint64][]uint32{}, turn: new(uint64)}
 	for _, x := range xs {
 		for _, r := range x.Replicas {
 			a.hints[r.Node] = r.Start + uint64(x.Count)
 		}
-		if len(x.Replicas) > 0 && x.Count > 0 {
-			a.noteGroups(x.Index, uint64(x.Count), x.Replicas[0].Node)
-		}
+		a.noteGroups(x)
 	}
 	return a
 }
 
-// noteGroups records that the file's blocks index..index+count-1 have
-// their first replica on node.
-func (a *blockAllocator) noteGroups(index, count uint64, node uint32) {
-	for g := index / runLength; g <= (index+count-1)/runLength; g++ {
-		a.groups[g] = node
+// noteGroups records where the file's blocks of extent x are.
+func (a *blockAllocator) noteGroups(x wire.Extent) {
+	if len(x.Replicas) == 0 || x.Count == 0 {
+		return
+	}
+	nodes := make([]uint32, len(x.Replicas))
+	for i, r := range x.Replicas {
+		nodes[i] = r.Node
+	}
+	for g := x.Index / runLength; g <= (x.Index+uint64(x.Count)-1)/runLength; g++ {
+		a.groups[g] = nodes
 	}
 }
 
@@ -65,16 +70,30 @@ func (a *blockAllocator) noteGroups(index, count uint64, node uint32) {
 // attached yet (a file written in several flushes) to what the allocator
 // knows of the file, so its next blocks join them.
 func (a *blockAllocator) notePending(runs []run) {
+	// One run per replica of each piece (in no order): the piece's
+	// replicas are the runs of its first block.
+	pieces := map[uint64]*wire.Extent{}
 	for _, r := range runs {
 		if r.count == 0 {
 			continue
 		}
-		if _, ok := a.groups[r.index/runLength]; !ok {
-			a.noteGroups(r.index, r.count, r.node)
-		}
 		if end, ok := a.hints[r.node]; !ok || r.start+r.count > end {
 			a.hints[r.node] = r.start + r.count
 		}
+		if _, ok := a.groups[r.index/runLength]; ok {
+			continue // attached already, or known from another piece
+		}
+		x := pieces[r.index]
+		if x == nil {
+			x = &wire.Extent{Index: r.index, Count: uint32(r.count)}
+			pieces[r.index] = x
+		}
+		x.Count = min(x.Count, uint32(r.count))
+		x.Replicas = append(x.Replicas, wire.Run{Node: r.node, Start: r.start})
+	}
+	for _, x := range pieces {
+		sort.Slice(x.Replicas, func(i, j int) bool { return x.Replicas[i].Node < x.Replicas[j].Node })
+		a.noteGroups(*x)
 	}
 }
 
@@ -121,7 +140,7 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 			piece = min(count, (group+1)*runLength-index)
 			set = []*dnode{a.singleNode(group, live, preferred)}
 		} else {
-			set = live[:rep]
+			set = a.replicaNodes(index/runLength, live, rep)
 		}
 		xs, rs, err := a.piece(ino, set, live, index, piece)
 		runs = append(runs, rs...)
@@ -130,7 +149,7 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 			return nil, nil, err
 		}
 		for _, x := range xs {
-			a.noteGroups(x.Index, uint64(x.Count), x.Replicas[0].Node)
+			a.noteGroups(x)
 		}
 		out = append(out, xs...)
 		index += piece
@@ -153,13 +172,13 @@ func (a *blockAllocator) singleNode(group uint64, live []*dnode, preferred bool)
 		}
 		return -1
 	}
-	if id, ok := a.groups[group]; ok {
-		if i := at(id); i >= 0 {
+	if ids := a.groups[group]; len(ids) > 0 {
+		if i := at(ids[0]); i >= 0 {
 			return live[i]
 		}
 	}
-	if id, ok := a.groups[group-1]; ok && group > 0 {
-		if i := at(id); i >= 0 {
+	if ids := a.groups[group-1]; len(ids) > 0 && group > 0 {
+		if i := at(ids[0]); i >= 0 {
 			return live[(i+1)%len(live)]
 		}
 	}
@@ -167,6 +186,28 @@ func (a *blockAllocator) singleNode(group uint64, live []*dnode, preferred bool)
 		return live[0]
 	}
 	return a.roomiest(live)
+}
+
+// replicaNodes returns the rep datanodes for group of a file with rep
+// replicas: those holding the group's blocks already, if all are in live,
+// else the first rep of live (the preferred, then the roomiest).
+func (a *blockAllocator) replicaNodes(group uint64, live []*dnode, rep int) []*dnode {
+	ids := a.groups[group]
+	if len(ids) != rep {
+		return live[:rep]
+	}
+	set := make([]*dnode, 0, rep)
+	for _, id := range ids {
+		for _, dn := range live {
+			if dn.ID == id {
+				set = append(set, dn)
+			}
+		}
+	}
+	if len(set) != rep {
+		return live[:rep]
+	}
+	return set
 }
 
 // roomiest returns the datanode of live with the most free blocks, or,

@@ -74,3 +74,51 @@ func TestSingleReplicaFilesSpreadByFreeSpace(t *testing.T) {
 		t.Fatalf("second allocation at %d, not after the first (%d+2), which was free", s.Start, f.Start)
 	}
 }
+
+// TestReplicatedFileStaysOnItsDatanodes: a file with two replicas written
+// in several allocations keeps a group's blocks on the datanodes its first
+// allocation chose, though others have more room since; a new file goes
+// to the roomiest.
+func TestReplicatedFileStaysOnItsDatanodes(t *testing.T) {
+	nodes := testNodes(1000, 1000, 1000)
+	a := newBlockAllocator(nodes, nil)
+	first, runs, err := a.place(5, 0, 4, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen := map[uint32]bool{}
+	for _, r := range first[0].Replicas {
+		chosen[r.Node] = true
+	}
+	// Another file meanwhile: the datanodes' order by free blocks
+	// changes.
+	b := newBlockAllocator(nodes, nil)
+	if _, _, err := b.place(6, 0, 50, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := newBlockAllocator(nodes, nil)
+	c.notePending(runs)
+	second, _, err := c.place(5, 4, 4, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range second[0].Replicas {
+		if !chosen[r.Node] {
+			t.Fatalf("the file's second allocation went to %+v, its first to %+v", second[0].Replicas, first[0].Replicas)
+		}
+	}
+	most := nodes[0]
+	for _, dn := range nodes {
+		if dn.used.free() > most.used.free() {
+			most = dn
+		}
+	}
+	d := newBlockAllocator(nodes, nil)
+	third, _, err := d.place(7, 0, 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third[0].Replicas[0].Node != most.ID && third[0].Replicas[1].Node != most.ID {
+		t.Fatalf("a new file went to %+v, not to the roomiest datanode %d", third[0].Replicas, most.ID)
+	}
+}
