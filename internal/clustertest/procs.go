@@ -253,6 +253,11 @@ func (c *Procs) Stop(p *Proc) {
 	p.cmd.Process.Signal(syscall.SIGSTOP)
 }
 
+// Continue resumes a process frozen by Stop.
+func (c *Procs) Continue(p *Proc) {
+	p.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Wait waits for a process to exit and returns its exit code.
 func (c *Procs) Wait(p *Proc) int {
 	<-p.done

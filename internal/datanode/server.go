@@ -48,6 +48,7 @@ type Server struct {
 	nodeID  atomic.Uint32 // assigned by the namenode at registration
 	revMu   sync.Mutex
 	revoked map[uint64]time.Time // transaction tags whose tickets are void → when learned
+	floor   writeFloor           // tickets that write are issued after the last registration
 	store   *BlockStore
 	log     *slog.Logger
 	bufs    sync.Pool
@@ -96,7 +97,7 @@ func Open(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
 	if cfg.TicketKey != nil {
-		st.RefuseAppends() // until the namenode says which tickets are current
+		s.floor.refuseAll() // until the namenode says which tickets are current
 	}
 	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, maxHandshakesPerSource, reserveConns)
 	bs := int(st.Config.Blocksize)
@@ -187,7 +188,7 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	}
 	s.nodeID.Store(resp.Nodes[0].ID)
 	if len(resp.Counters) > 0 {
-		s.store.RaiseAppendFloor(resp.Counters[0])
+		s.floor.raise(resp.Counters[0])
 	}
 	s.log.Info("registered with namenode", "namenode", s.cfg.Namenode, "id", resp.Nodes[0].ID)
 	return c, nil
@@ -238,6 +239,12 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 			s.log.Warn("lost namenode connection", "err", err)
 			c.Close()
 			c = nil
+			// If the namenode restarted, it forgot the revocations it
+			// had not sent yet: no ticket writes until it tells us
+			// which are current (writeFloor).
+			if s.cfg.TicketKey != nil {
+				s.floor.refuseAll()
+			}
 		}
 	}
 }
@@ -350,7 +357,8 @@ func (s *Server) checkReadTicket(raw []byte, block uint64) (gen, limit uint64, e
 }
 
 // openTicket opens a ticket, checks it with check, and refuses it if its
-// transaction has ended.
+// transaction has ended, or if it writes and was issued before this
+// datanode's registration (writeFloor).
 func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.Ticket, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("request without a ticket refused")
@@ -367,6 +375,14 @@ func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.T
 	s.revMu.Unlock()
 	if dead {
 		return nil, auth.ErrTicketRevoked
+	}
+	if t.Write || t.Append {
+		if ok, floor := s.floor.admits(t.Seq); !ok {
+			if floor == refusing {
+				return nil, fmt.Errorf("%w: this datanode is not registered with the namenode (it is starting or lost its connection): try again", auth.ErrTicketOutdated)
+			}
+			return nil, fmt.Errorf("%w: ticket %#x, registration %#x", auth.ErrTicketOutdated, t.Seq, floor)
+		}
 	}
 	return t, nil
 }
