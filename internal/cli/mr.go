@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -219,7 +220,7 @@ The first line printed is the address it listens on.`, true)
 	srv := &http.Server{Handler: ts, ReadHeaderTimeout: time.Minute}
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
 	go func() { <-ctx.Done(); srv.Close() }()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := connlimit.ServeHTTP(srv, ln, connlimit.Options{Name: "task server"}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -98,7 +98,7 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.TicketKey != nil {
 		st.RefuseAppends() // until the namenode says which tickets are current
 	}
-	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, maxHandshakesPerSource, reserveConns)
+	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser)
 	bs := int(st.Config.Blocksize)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
@@ -242,69 +242,62 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 	}
 }
 
-// Serve accepts data protocol connections on ln until Close.
+// Serve accepts data protocol connections on ln until Close. Accept
+// errors (such as running out of file descriptors) are retried with
+// backoff; they never end Serve.
 func (s *Server) Serve(ln net.Listener) error {
+	l := connlimit.Listen(ln, connlimit.Options{Name: "datanode", Log: s.log, PendingPerSource: maxHandshakesPerSource,
+		MaxOpen: s.cfg.MaxConns + reserveConns + connlimit.DefaultMaxPending})
 	s.mu.Lock()
-	s.ln = ln
+	s.ln = l
 	s.mu.Unlock()
-	var backoff connlimit.Backoff
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-s.stop:
-				return nil
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			// Out of file descriptors and the like: wait, never give up.
-			s.log.Warn("accept failed, retrying", "err", err)
-			if !backoff.Wait(s.stop) {
-				return nil
-			}
-			continue
-		}
-		backoff.Reset()
-		src := connlimit.Source(nc)
-		if err := s.limits.StartHandshake(src); err != nil {
-			s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "reason", err)
-			nc.Close()
-			continue
+			return nil // closed: Accept retries every other error
 		}
 		s.mu.Lock()
 		s.conns[nc] = ""
 		s.mu.Unlock()
-		go func() {
-			sc, who, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
-			user, privileged := "", who == nil
-			if who != nil {
-				user, privileged = who.User, who.Super() || who.Role.Daemon()
-			}
-			if lerr := s.limits.EndHandshake(src, err == nil, user, privileged); err == nil {
-				err = lerr
-			}
-			s.mu.Lock()
-			if err != nil {
-				delete(s.conns, nc)
-			} else {
-				s.conns[nc] = user
-			}
-			s.mu.Unlock()
-			if err != nil {
-				s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "err", err)
-				nc.Close()
-				return
-			}
-			s.serveConn(nc, sc)
-		}()
+		go s.handshake(nc)
 	}
+}
+
+// handshake authenticates a new data connection and serves it.
+func (s *Server) handshake(nc net.Conn) {
+	sc, who, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
+	user, privileged := "", who == nil
+	if who != nil {
+		user, privileged = who.User, who.Super() || who.Role.Daemon()
+	}
+	if err == nil {
+		connlimit.Admit(nc)
+		err = s.limits.Admit(user, privileged)
+	}
+	s.mu.Lock()
+	if err != nil {
+		delete(s.conns, nc)
+	} else {
+		s.conns[nc] = user
+	}
+	s.mu.Unlock()
+	if err != nil {
+		// Closed: the listener made room for newer ones (it logs that).
+		lvl := slog.LevelWarn
+		if errors.Is(err, net.ErrClosed) {
+			lvl = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), lvl, "data connection refused", "remote", nc.RemoteAddr(), "err", err)
+		nc.Close()
+		return
+	}
+	s.serveConn(nc, sc)
 }
 
 // Connection limits (as the namenode's, internal/connlimit): daemons
 // (other datanodes forwarding a chain) and superusers may use reserveConns
-// past MaxConns.
+// past MaxConns; maxHandshakesPerSource bounds the connections from one
+// address that have not finished their handshake.
 const (
 	reserveConns           = 64
 	maxHandshakesPerSource = 64

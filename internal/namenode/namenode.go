@@ -215,7 +215,9 @@ func New(cfg Config) (*Namenode, error) {
 	n.ns = newNamespace(n.locks)
 	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
-		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns)}
+		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser),
+		listen: connlimit.Options{Name: "namenode", Log: n.log, PendingPerSource: cfg.MaxHandshakesPerSource,
+			MaxOpen: cfg.MaxConns + reserveConns + connlimit.DefaultMaxPending}}
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
 	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inos.next,
 		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
@@ -290,7 +292,8 @@ func New(cfg Config) (*Namenode, error) {
 
 const rootIno = 1
 
-// reserveConns is how far daemons and superusers may go past MaxConns.
+// reserveConns is how far daemons and superusers may go past MaxConns
+// (the file descriptor limit permitting).
 const reserveConns = 64
 
 // linkFrom records d more (or fewer) names of the inode in directory

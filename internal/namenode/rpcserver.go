@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -37,6 +38,7 @@ type rpcServer struct {
 	lns    []net.Listener
 	conns  map[*conn]struct{}
 	limits *connlimit.Limiter
+	listen connlimit.Options // of the listeners' connlimit.Listener
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
@@ -174,37 +176,16 @@ func (c *conn) writer() {
 func (n *Namenode) Serve(ln net.Listener) error { return n.srv.serve(ln) }
 
 func (srv *rpcServer) serve(ln net.Listener) error {
+	l := connlimit.Listen(ln, srv.listen)
 	srv.lnMu.Lock()
-	srv.lns = append(srv.lns, ln)
+	srv.lns = append(srv.lns, l)
 	srv.lnMu.Unlock()
-	var backoff connlimit.Backoff
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-srv.stop:
-				return nil
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			srv.log.Warn("accept failed, retrying", "err", err)
-			if !backoff.Wait(srv.stop) {
-				return nil
-			}
-			continue
+			return nil // closed: Accept retries every other error
 		}
-		backoff.Reset()
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
-		}
-		if err := srv.limits.StartHandshake(connlimit.Source(nc)); err != nil {
-			srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", err)
-			nc.Close()
-			continue
-		}
-		go srv.handshake(nc)
+		go srv.handshake(nc) // TCP connections have no Nagle delay by default
 	}
 }
 
@@ -216,11 +197,18 @@ func (srv *rpcServer) handshake(nc net.Conn) {
 		user = who.User
 		privileged = who.Super() || who.Role.Daemon()
 	}
-	if lerr := srv.limits.EndHandshake(connlimit.Source(nc), err == nil, user, privileged); err != nil {
-		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
+	if err != nil {
+		// Closed: the listener made room for newer ones (it logs that).
+		lvl := slog.LevelWarn
+		if errors.Is(err, net.ErrClosed) {
+			lvl = slog.LevelDebug
+		}
+		srv.log.Log(context.Background(), lvl, "connection refused", "remote", nc.RemoteAddr(), "err", err)
 		nc.Close()
 		return
-	} else if lerr != nil {
+	}
+	connlimit.Admit(nc)
+	if lerr := srv.limits.Admit(user, privileged); lerr != nil {
 		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", lerr)
 		c := newConn(sc, who)
 		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + lerr.Error()})
