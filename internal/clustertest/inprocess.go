@@ -28,8 +28,10 @@ type Options struct {
 	DataSecurity string
 	// NamenodeArgs are extra flags for the namenode process.
 	NamenodeArgs []string
-	// NamenodeFDLimit, if set, limits the namenode process's open files.
+	// NamenodeFDLimit, if set, limits the namenode process's open files;
+	// DatanodeFDLimit each datanode process's.
 	NamenodeFDLimit int
+	DatanodeFDLimit int
 }
 
 func (o *Options) defaults() {
