@@ -39,6 +39,7 @@ type rpcServer struct {
 	conns  map[*conn]struct{}
 	limits *connlimit.Limiter
 	listen connlimit.Options // of the listeners' connlimit.Listener
+	frames *connlimit.Budget // memory for request frames arriving
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
@@ -237,22 +238,19 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.limits.Closed(user)
 		srv.h.connGone(c)
 	}()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
+	fr := wire.FrameReader{R: bufio.NewReaderSize(c.nc, 64<<10), Budget: srv.frames}
+	defer fr.Release()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(srv.idleTimeout))
-		id, payload, nb, err := wire.ReadFrame(r, buf)
-		buf = nb
+		id, payload, err := fr.Read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				srv.log.Debug("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			}
 			return
 		}
-		q, err := wire.DecodeRequest(payload)
-		if cap(buf) > 1<<20 {
-			buf = nil // a large frame's buffer is not kept for the connection's life
-		}
+		q, err := wire.DecodeRequest(payload) // copies what it keeps
+		fr.Release()                          // a large frame's buffer is not kept for the connection's life
 		if err != nil {
 			// The frame was read whole, so the stream is intact: answer
 			// this request and keep the connection (and its transactions).
