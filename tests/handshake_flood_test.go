@@ -192,3 +192,69 @@ func TestNamenodeRequestMemoryBounded(t *testing.T) {
 		t.Fatal("namenode exited")
 	}
 }
+
+// TestDatanodeReceiveMemoryBounded: a hundred peers with an ordinary
+// user's credential that each announce a 16 MiB block write and send all
+// of it but its last byte pin no more than the datanode's receive budget
+// (64 MiB here), and a reader is served meanwhile.
+func TestDatanodeReceiveMemoryBounded(t *testing.T) {
+	const bs = 16 << 20
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1, Blocksize: bs, Size: 64 << 20, DatanodeArgs: []string{"-receive-memory", "64M"}})
+	cl := c.Client(client.Config{NoShortCircuit: true})
+	defer cl.Close()
+	data := randomBytes(t, 100000)
+	writeFile(t, cl, "/f", data, 1)
+	dn := c.DNs[0]
+	before := rssOf(t, dn.Pid())
+	cred, err := auth.LoadCredential(c.IssueCredential("mallory", auth.RoleUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	level, err := auth.ParseLevel(c.Opts.DataSecurity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A write header and all of the block but its last byte, the same for
+	// every peer (the ticket is checked once the data is in).
+	write := append(wire.FrameDataHeader(&wire.DataReq{Op: wire.DataWrite, Length: bs, Ticket: []byte("forged")}), make([]byte, bs-1)...)
+	const peers = 100
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	defer func() { closeConns(conns) }()
+	for i := 0; i < peers; i++ {
+		raw, err := net.DialTimeout("tcp", dn.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, raw)
+		nc, err := auth.Client(raw, level, cred, auth.RoleDatanode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The datanode reads what its budget grants and then makes
+			// the rest wait: the write deadline ends the flood.
+			raw.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			nc.Write(write)
+		}()
+	}
+	sent := make(chan struct{})
+	go func() { wg.Wait(); close(sent) }()
+	peak := make(chan int64, 1)
+	go func() { peak <- peakRSS(t, dn.Pid(), sent) }()
+	fresh := c.Client(client.Config{NoShortCircuit: true})
+	defer fresh.Close()
+	if got := readFile(t, fresh, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("read while peers hold incomplete writes returned wrong data")
+	}
+	grew := <-peak - before
+	t.Logf("datanode RSS %d MiB before, grew by %d MiB", before>>20, grew>>20)
+	if grew > 512<<20 {
+		t.Fatalf("%d incomplete 16 MiB writes grew the datanode by %d MiB (its receive budget is 64 MiB)", peers, grew>>20)
+	}
+	if !dn.Running() {
+		t.Fatal("datanode exited")
+	}
+}

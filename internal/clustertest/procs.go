@@ -255,6 +255,7 @@ func (c *Procs) StartDatanode(p *Proc) {
 	if c.Opts.DataSecurity != "none" {
 		args = append(args, "-ticket-key", c.TicketKeyFile())
 	}
+	args = append(args, c.Opts.DatanodeArgs...)
 	c.start(p, args...)
 }
 
