@@ -37,14 +37,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	hl := &handoffListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
 	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute, IdleTimeout: idleTimeout, ConnState: connlimit.ConnState}
-	s.hl, s.ln = hl, ln
+	// The shared accept path: it outlasts running out of file descriptors
+	// and bounds idle and slow peers (internal/connlimit).
+	cl := connlimit.Listen(ln, connlimit.Options{Name: "kv serve"})
+	s.hl, s.ln = hl, cl
 	s.fastConns = map[*fastConn]struct{}{}
 	hs := s.hs
 	s.fastMu.Unlock()
 	go hs.Serve(hl)
-	// The shared accept path: it outlasts running out of file descriptors
-	// and bounds idle and slow peers (internal/connlimit).
-	cl := connlimit.Listen(ln, connlimit.Options{Name: "kv serve"})
 	for {
 		c, err := cl.Accept()
 		if err != nil {
