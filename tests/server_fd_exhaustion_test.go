@@ -241,3 +241,34 @@ func TestHTTPEndpointOutlastsKeepAliveFlood(t *testing.T) {
 		t.Fatalf("GET /jobs.json while %d keep-alive connections are idle: %d %v", len(flood), code, err)
 	}
 }
+
+// TestDatanodeOutlastsDescriptorExhaustion: more idle connections than a
+// datanode has file descriptors, from many addresses, neither end it
+// (its local socket's accept used to return on EMFILE) nor keep readers
+// out, over TCP or the local socket, during the flood or after.
+func TestDatanodeOutlastsDescriptorExhaustion(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 1, DatanodeFDLimit: serverFDLimit})
+	cl := c.Client(client.Config{NoShortCircuit: true})
+	defer cl.Close()
+	data := randomBytes(t, 3*int(c.Opts.Blocksize))
+	writeFile(t, cl, "/f", data, 1)
+	dn := c.DNs[0]
+	flood := floodIdle(t, dn.Addr, floodConns, loopbackSources(100))
+	check := func(when string) {
+		t.Helper()
+		for _, short := range []bool{true, false} {
+			if !dn.Running() {
+				t.Fatalf("datanode exited %s:\n%s", when, c.ReadLog(dn))
+			}
+			r := c.Client(client.Config{NoShortCircuit: !short})
+			got := readFile(t, r, "/f")
+			r.Close()
+			if !bytes.Equal(got, data) {
+				t.Fatalf("read %s (short-circuit %v) returned wrong data", when, short)
+			}
+		}
+	}
+	check(fmt.Sprintf("during a flood of %d idle connections", len(flood)))
+	closeConns(flood)
+	check("after the flood")
+}
