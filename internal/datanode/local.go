@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,24 +60,23 @@ func (s *Server) ServeLocal(path string) error {
 	s.mu.Lock()
 	s.uln = ln
 	s.mu.Unlock()
+	// One peer at a time, each within a short deadline: the listener
+	// only has to outlast running out of file descriptors.
+	l := connlimit.Listen(ln, connlimit.Options{Name: "datanode local socket", Log: s.log})
 	for {
-		c, err := ln.AcceptUnix()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-s.stop:
-				return nil
-			default:
-			}
-			return err
+			return nil // closed: Accept retries every other error
 		}
+		c := nc.(*connlimit.Conn).NetConn().(*net.UnixConn)
 		// Only a peer that could open the block file itself (root or the
 		// datanode's own user) gets its descriptor.
 		if !s.trustedPeer(c) {
 			s.log.Warn("local reader refused: different user", "peer", c.RemoteAddr())
-			c.Close()
-			continue
+		} else {
+			s.serveLocalConn(c, ro)
 		}
-		s.serveLocalConn(c, ro)
+		nc.Close() // gives the listener's slot back
 	}
 }
 
