@@ -29,7 +29,7 @@ func init() {
 	register("stat", "[-json] /path...", "show inode attributes", cmdStat)
 	register("blocks", "[-json] /path|glob...", "show block lists (file index range: datanode block ranges)", cmdBlocks)
 	register("fsstat", "[-json]", "show filesystem totals and datanodes", cmdFsstat)
-	register("fsck", "[-json]", "check metadata and every block replica; exit 1 on problems", cmdFsck)
+	register("fsck", "[-json] [-wait DURATION]", "check metadata and every block replica; exit 1 on problems, 3 if some could not be checked", cmdFsck)
 }
 
 func needArgs(f *flags, min, max int) error {
