@@ -96,4 +96,3 @@ func datanodeIdentities(t *testing.T, c *clustertest.Procs) map[string]string {
 	}
 	return m
 }
-

@@ -48,19 +48,12 @@ func freePort() (string, error) {
 // -detach' starts; it reports readiness on file descriptor 3.
 const envSupervisor = "PLASMA_CLUSTER_SUPERVISOR"
 
-// Restart backoff of a member that dies: doubled after each death, back to
-// the minimum once the member has run for restartStable.
-const (
-	restartMin    = 250 * time.Millisecond
-	restartMax    = 30 * time.Second
-	restartStable = time.Minute
-)
-
 func cmdClusterUp(ctx context.Context, args []string) error {
 	f := newFlags("cluster up", "[options]", `Start a namenode (SQLite) and N datanodes on 127.0.0.1 as separate processes and
 write the client configuration. The cluster runs until Ctrl-C (SIGINT or SIGTERM)
 or 'plasma cluster down'; a member that dies is reported and restarted with
-backoff. With -detach a background supervisor does this (its log: DIR/cluster.log).
+backoff (one that had run for -restart-reset starts the delay over). With -detach
+a background supervisor does this (its log: DIR/cluster.log).
 With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
 like the others: restarted if it dies, unmounted when the cluster stops.
 A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
@@ -82,6 +75,8 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
 	mountOpts := f.String("mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
 	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
+	restartReset := f.durationRange("restart-reset", defaultRestartPolicy.stable, 0, 24*time.Hour,
+		fmt.Sprintf("a member that dies after running this long is restarted after %v again; quicker deaths double the delay, up to %v", defaultRestartPolicy.min, defaultRestartPolicy.max))
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -209,7 +204,9 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			return err
 		}
 	}
-	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
+	policy := defaultRestartPolicy
+	policy.stable = *restartReset
+	sv := &supervisor{self: self, dir: *dir, policy: policy, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
 		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey}
 	if *relaxed {
@@ -374,14 +371,15 @@ func startSupervisor(ctx context.Context, args []string) error {
 
 // A member is one process of the cluster.
 type member struct {
-	name  string // dn1, namenode, mount
-	kind  string // datanode, namenode, mount
-	log   string
-	args  []string
-	env   []string  // nil: the supervisor's
-	cmd   *exec.Cmd // nil while not running
-	since time.Time
-	delay time.Duration
+	name string // dn1, namenode, mount
+	kind string // datanode, namenode, mount
+	log  string
+	args []string
+	env  []string  // nil: the supervisor's
+	cmd  *exec.Cmd // nil while not running
+	// backoff says when it started and how long to wait before its
+	// next restart.
+	backoff *restartBackoff
 	// For the mount: prestart clears a stale mount before each start;
 	// ready receives what the mount process reports on its readiness
 	// descriptor ("ok" or why it failed); cleanup unmounts what is left
@@ -407,6 +405,7 @@ type exitEvent struct {
 type supervisor struct {
 	self    string
 	dir     string
+	policy  restartPolicy
 	members []*member
 	exits   chan exitEvent // a member's process ended
 	restart chan *member   // a member's backoff is over
@@ -414,7 +413,7 @@ type supervisor struct {
 }
 
 func (sv *supervisor) add(name, kind string, args []string) *member {
-	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, delay: restartMin}
+	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, backoff: newRestartBackoff(sv.policy, time.Now)}
 	sv.members = append(sv.members, m)
 	return m
 }
@@ -461,7 +460,8 @@ func (sv *supervisor) start(m *member) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", m, err)
 	}
-	m.cmd, m.since = cmd, time.Now()
+	m.cmd = cmd
+	m.backoff.start()
 	go func() { err := cmd.Wait(); sv.exits <- exitEvent{m, err} }()
 	return sv.writePids()
 }
@@ -496,21 +496,20 @@ func (sv *supervisor) supervise(ctx context.Context) error {
 		case ev := <-sv.exits:
 			m := ev.m
 			pid := m.cmd.Process.Pid
-			if time.Since(m.since) >= restartStable {
-				m.delay = restartMin
-			}
+			ran, delay := m.backoff.ran(), m.backoff.died()
 			why := ""
 			if m.cmd.ProcessState.ExitCode() >= 0 { // it exited, was not killed: say why
 				why = lastLogLine(m.log)
 			}
 			m.cmd = nil
-			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, time.Since(m.since).Round(time.Millisecond), ev.err, m.delay, why)
+			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, ran.Round(time.Millisecond), ev.err, delay, why)
 			sv.writePids()
-			sv.after(m)
+			sv.after(m, delay)
 		case m := <-sv.restart:
 			if err := sv.start(m); err != nil {
-				sv.report("%v; trying again in %v", err, m.delay)
-				sv.after(m)
+				delay := m.backoff.startFailed()
+				sv.report("%v; trying again in %v", err, delay)
+				sv.after(m, delay)
 				continue
 			}
 			sv.report("%s restarted (pid %d)", m, m.cmd.Process.Pid)
@@ -518,15 +517,14 @@ func (sv *supervisor) supervise(ctx context.Context) error {
 	}
 }
 
-// after schedules m's restart after its backoff and doubles the backoff.
-func (sv *supervisor) after(m *member) {
-	time.AfterFunc(m.delay, func() {
+// after schedules m's restart after delay.
+func (sv *supervisor) after(m *member, delay time.Duration) {
+	time.AfterFunc(delay, func() {
 		select {
 		case sv.restart <- m:
 		case <-sv.done:
 		}
 	})
-	m.delay = min(2*m.delay, restartMax)
 }
 
 // stop stops every member with SIGTERM, and SIGKILL for those still
