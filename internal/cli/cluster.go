@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -58,7 +59,12 @@ With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a 
 like the others: restarted if it dies, unmounted when the cluster stops.
 A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
 too; the client configuration names them, so 'plasma mr run' uses them.
-Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
+Everything in DIR is private to its owner (files 0600, directories 0700).
+The settings a cluster is made with (name, datanodes, blocksize, volume size, the
+addresses of its members, security levels, task server slots, -relaxed) are recorded in
+DIR/settings.json; a later 'cluster up' keeps them, except those its flags change.
+The client configuration is rewritten only when the cluster's entry changes (other
+clusters' entries in it are kept; this one comes first, the clients' default).`, false)
 	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
 	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
 	name := f.String("cluster", "local", "cluster name")
@@ -66,7 +72,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	var size int64 = 4 << 30
 	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
 	f.sizeRange(&size, "size", 64<<10, maxVolume, "size of each new datanode volume")
-	nnAddr := f.String("namenode-addr", "", "namenode address (default: a free port)")
+	nnAddr := f.String("namenode-addr", "", "namenode address (default: the recorded one, or a free port for a new cluster)")
 	detach := f.Bool("detach", false, "start in the background and return")
 	relaxed := f.Bool("relaxed", false, "relaxed commit mode (acknowledge before fsync)")
 	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
@@ -83,6 +89,21 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	if len(f.pos) != 0 {
 		return usagef("unexpected argument %q", f.pos[0])
 	}
+	// The settings the cluster was made with stay, unless a flag changes
+	// them.
+	rec, made, err := loadClusterSettings(*dir)
+	if err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	settings, err := resolveSettings(rec, made, clusterSettings{Cluster: *name, Datanodes: *n, Blocksize: bs, VolumeSize: size, NamenodeAddr: *nnAddr,
+		TaskServerSlots: *tsSlots, Security: *secFlag, DataSecurity: *dataSecFlag, Relaxed: *relaxed}, given)
+	if err != nil {
+		return err
+	}
+	*name, *n, bs, size, *nnAddr, *tsSlots, *secFlag, *dataSecFlag, *relaxed = settings.Cluster, settings.Datanodes, settings.Blocksize, settings.VolumeSize,
+		settings.NamenodeAddr, settings.TaskServerSlots, settings.Security, settings.DataSecurity, settings.Relaxed
 	mountPoint := ""
 	if *mountFlag != "" {
 		if _, _, err := mountOptions([]string{*mountOpts}); err != nil {
@@ -203,6 +224,16 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		if *nnAddr, err = freePort(); err != nil {
 			return err
 		}
+	} else if !addrFree(*nnAddr) {
+		how := "choose another with -namenode-addr"
+		if !given["namenode-addr"] {
+			how = fmt.Sprintf("it is recorded in %s; stop what listens there, or %s", filepath.Join(*dir, clusterSettingsFile), how)
+		}
+		return fmt.Errorf("namenode address %s is in use by another program (%s)", *nnAddr, how)
+	}
+	settings.NamenodeAddr = *nnAddr
+	if settings.DatanodeAddrs, err = keptAddrs(settings.DatanodeAddrs, *n); err != nil {
+		return err
 	}
 	policy := defaultRestartPolicy
 	policy.stable = *restartReset
@@ -223,11 +254,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	}
 	var dnAddrs []string
 	for i := 1; i <= *n; i++ {
-		addr, err := freePort()
-		if err != nil {
-			sv.stop()
-			return err
-		}
+		addr := settings.DatanodeAddrs[i-1]
 		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDatanode)
 		if err != nil {
 			sv.stop()
@@ -250,25 +277,31 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	tsToken := ""
 	if *tsSlots > 0 {
 		if tsToken, err = taskServerToken(secDir); err == nil {
-			tsAddrs, err = taskServerAddrs(*n)
+			tsAddrs, err = keptAddrs(settings.TaskServerAddrs, *n)
 		}
 		if err != nil {
 			sv.stop()
 			return err
 		}
 	}
-	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
-		TaskServers: tsAddrs, TaskServerToken: tsToken}})
-	if err := writePrivate(filepath.Join(*dir, "client.conf"), []byte(conf)); err != nil {
+	entry := client.ClusterEntry{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
+		TaskServers: tsAddrs, TaskServerToken: tsToken}
+	if _, err := updateClientConfig(filepath.Join(*dir, "client.conf"), entry); err != nil {
 		sv.stop()
 		return err
 	}
 	cfgPath := client.ConfigFile()
+	cfgChanged := false
 	if *writeCfg {
-		if err := writePrivate(cfgPath, []byte(conf)); err != nil {
+		if cfgChanged, err = updateClientConfig(cfgPath, entry); err != nil {
 			sv.stop()
 			return err
 		}
+	}
+	settings.TaskServerAddrs = tsAddrs
+	if err := settings.save(*dir); err != nil {
+		sv.stop()
+		return err
 	}
 	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsToken, *tsSlots); err != nil {
 		sv.stop()
@@ -288,9 +321,15 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", mountPoint, filepath.Join(*dir, "mount.log"))
 	}
 	fmt.Fprintf(stdout, "security: namenode %s, datanodes %s; your superuser credential is %s\n", *secFlag, *dataSecFlag, adminCred)
-	if *writeCfg {
+	if made {
+		fmt.Fprintf(stdout, "settings as recorded in %s, except those changed by flags given here\n", filepath.Join(*dir, clusterSettingsFile))
+	}
+	switch {
+	case *writeCfg && cfgChanged:
 		fmt.Fprintf(stdout, "client configuration written to %s; try:\n", cfgPath)
-	} else {
+	case *writeCfg:
+		fmt.Fprintf(stdout, "client configuration in %s is up to date; try:\n", cfgPath)
+	default:
 		fmt.Fprintf(stdout, "use it with: export PLASMAFS_CONFIG=%s\n", filepath.Join(*dir, "client.conf"))
 	}
 	fmt.Fprintf(stdout, "  plasma put -rep 2 somefile /somefile\n  plasma ls -l /\n  plasma blocks /somefile\n")
