@@ -324,5 +324,21 @@ func (f *flags) connect(ctx context.Context) (*client.Client, error) {
 	if os.Getenv("PLASMAFS_NO_SHORTCIRCUIT") != "" {
 		cfg.NoShortCircuit = true
 	}
-	return client.New(ctx, cfg)
+	c, err := client.New(ctx, cfg)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("%w (no namenode listens at %s, named by %s: is the cluster up? Start it with 'plasma cluster up', or check %s)",
+			err, strings.Join(cfg.Namenodes, ", "), f.namenodeSource(), "$PLASMAFS_CONFIG, $PLASMAFS_NAMENODES or -namenode")
+	}
+	return c, err
+}
+
+// namenodeSource says where the namenode addresses come from.
+func (f *flags) namenodeSource() string {
+	switch {
+	case len(f.namenodes) > 0:
+		return "-namenode"
+	case os.Getenv("PLASMAFS_NAMENODES") != "":
+		return "$PLASMAFS_NAMENODES"
+	}
+	return client.ConfigFile()
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 	var fj mapred.Job // flag values, applied over the file
 	str(&fj.Input, "input", "input `DIR` in PlasmaFS")
 	str(&fj.Output, "output", "output `DIR` in PlasmaFS (must not exist)")
-	str(&fj.Work, "work", "work `DIR` in PlasmaFS")
+	str(&fj.Work, "work", "work `DIR` in PlasmaFS (default: "+defaultWork("/OUTPARENT/out")+", beside the output directory)")
 	str(&fj.Log, "log", "log `DIR` in PlasmaFS (default "+mapred.DefaultLog+")")
 	str(&fj.Map, "map", "mapper shell `command`")
 	str(&fj.Reduce, "reduce", "reducer shell `command` (empty: identity)")
@@ -80,6 +81,9 @@ tasks run in this process. Exit status 1 if the job failed.`, true)
 		if set[k] {
 			*p = from[k]
 		}
+	}
+	if j.Work == "" && strings.HasPrefix(j.Output, "/") && path.Clean(j.Output) != "/" {
+		j.Work = defaultWork(j.Output)
 	}
 	if *partitions > 0 {
 		j.Partitions = *partitions
@@ -223,6 +227,13 @@ The first line printed is the address it listens on.`, true)
 		return err
 	}
 	return nil
+}
+
+// defaultWork is the work directory of a job that names none: beside its
+// output directory, so that it is on the same cluster and the submitter
+// may write there.
+func defaultWork(output string) string {
+	return path.Join(path.Dir(path.Clean(output)), ".plasma-mr-work")
 }
 
 // readToken reads a task server token file ("" for no file).

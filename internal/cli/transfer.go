@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/plasmafs/plasma/client"
@@ -17,7 +18,7 @@ import (
 )
 
 func cmdPut(ctx context.Context, args []string) error {
-	f := newFlags("put", "[-rep N] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet.\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
+	f := newFlags("put", "[-rep N] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet; if /path is a directory,\nthe file is put into it under its local name.\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
 	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
 	useStdin := f.Bool("stdin", false, "read the data from standard input")
 	var every int64 = 1 << 30
@@ -62,6 +63,10 @@ func cmdPut(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	// Into an existing directory, as cp does.
+	if dst, err = intoDir(ctx, c, dst, filepath.Base(name), *useStdin); err != nil {
+		return err
+	}
 	bar := newProgress(size, "put", quiet)
 	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: every})
 	bar.finish()
@@ -92,6 +97,22 @@ func cmdGet(ctx context.Context, args []string) error {
 		}
 		return getToFile(ctx, src, f.pos[1], quiet)
 	})
+}
+
+// intoDir returns where a copy to dst goes: dst/name if dst is an existing
+// directory (as cp puts a file into a directory), else dst. Without a name
+// (stdin), a directory is an error.
+func intoDir(ctx context.Context, c *client.Client, dst, name string, noName bool) (string, error) {
+	tx, _ := c.Begin(ctx)
+	defer tx.Abort(ctx)
+	fi, err := tx.Lookup(ctx, dst)
+	if err != nil || !fi.IsDir() {
+		return dst, nil // the copy says what is wrong, if anything
+	}
+	if noName {
+		return "", fmt.Errorf("%s: is a directory (name the file to create in it)", dst)
+	}
+	return path.Join(dst, name), nil
 }
 
 // getToFile copies src to the local file dst atomically: into a new
