@@ -75,4 +75,3 @@ func TestCLIErrorsSayWhatHappened(t *testing.T) {
 	}
 	c.MustRun("stat", "/jobs/out/part-00000", "/jobs/.plasma-mr-work")
 }
-
