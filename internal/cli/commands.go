@@ -14,10 +14,10 @@ import (
 )
 
 func init() {
-	register("put", "[-rep N] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
-	register("get", "/path LOCALFILE", "copy a PlasmaFS file to a local file", cmdGet)
+	register("put", "[-rep N] [-r] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin, or with -r a tree) into PlasmaFS", cmdPut)
+	register("get", "[-r] /path LOCALFILE", "copy a PlasmaFS file (or with -r a tree) to a local file", cmdGet)
 	register("cat", "/path...", "write PlasmaFS files to stdout", cmdCat)
-	register("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
+	register("ls", "[-l] [-h] [-R] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
 	register("mkdir", "[-p] [-mode MODE] /dir...", "create directories", cmdMkdir)
 	register("create", "[-rep N] /path...", "create new empty files", cmdCreate)
 	register("rm", "[-r] /path|glob...", "remove files (and with -r, directory trees)", cmdRm)

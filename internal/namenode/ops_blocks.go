@@ -92,7 +92,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	// else stands in the way: say so, with the numbers.
 	free, nodes := n.liveFree()
 	outOfSpace := func() error {
-		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space: %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (see 'plasma fsstat'; remove files or add datanodes)",
+		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (see 'plasma fsstat'; remove files or add datanodes)",
 			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes)
 	}
 	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
