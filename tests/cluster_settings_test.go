@@ -100,4 +100,20 @@ func TestClusterUpKeepsSettings(t *testing.T) {
 		t.Errorf("the second datanode, added by an earlier cluster up, is not running: %v", m)
 	}
 	lc.mustRun("stat", "/kept")
+
+	// A cluster made by a version that recorded no settings: they are
+	// taken from its client configuration and volumes.
+	lc.mustRun("cluster", "down", "-dir", lc.dir)
+	if err := os.Remove(filepath.Join(lc.dir, "settings.json")); err != nil {
+		t.Fatal(err)
+	}
+	lc.mustRun("cluster", "up", "-detach", "-dir", lc.dir)
+	m = lc.members()
+	args := cmdline(t, m["namenode"])
+	if argAfter(args, "-listen") != argAfter(nnArgs, "-listen") || argAfter(args, "-security") != "none" || argAfter(cmdline(t, m["dn1"]), "-security") != "integrity" {
+		t.Errorf("cluster without settings.json came back with namenode %q, datanode %q", args, cmdline(t, m["dn1"]))
+	}
+	if _, ok := m["dn2"]; !ok {
+		t.Errorf("cluster without settings.json came back without its second datanode: %v", m)
+	}
 }
