@@ -49,6 +49,14 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
+// noAnswerError is a request that got no answer from the datanode (it
+// could not be reached, or the connection failed): nothing is known about
+// what it was asked.
+type noAnswerError struct{ err error }
+
+func (e noAnswerError) Error() string { return e.err.Error() }
+func (e noAnswerError) Unwrap() error { return e.err }
+
 // dataPool keeps idle data connections per datanode address.
 type dataPool struct {
 	c    *Client
@@ -398,10 +406,13 @@ func ticketAt(ts [][]byte, i int) []byte {
 	return nil
 }
 
+// verify asks the datanode at addr to check count blocks from start
+// against their checksums; it returns the bad ones and the checksums the
+// datanode holds. A request that got no answer fails with a noAnswerError.
 func (p *dataPool) verify(ctx context.Context, addr string, start, count uint64, ticket []byte) ([]uint64, []uint32, error) {
 	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataVerify, Block: start, Count: uint32(count), Ticket: ticket})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, noAnswerError{err}
 	}
 	p.put(dc)
 	if resp.Status != wire.OK {
