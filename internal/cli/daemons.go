@@ -335,6 +335,12 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	addr := ln.Addr().String()
 	sock := filepath.Join(*dir, "dn.sock")
+	local, err := srv.ListenLocal(sock)
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return fmt.Errorf("datanode: local socket: %w", err)
+	}
 	if err := srv.Register(ctx, addr, sock); err != nil {
 		ln.Close()
 		srv.Close()
@@ -347,7 +353,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() {
-		if err := srv.ServeLocal(sock); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := srv.ServeLocal(local); err != nil && !errors.Is(err, net.ErrClosed) {
 			errc <- err
 		}
 	}()
