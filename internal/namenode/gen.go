@@ -70,3 +70,9 @@ func newGen() uint64 { return lastGen.Add(1) }
 // currentGen returns the generation of a read ticket: at least that of
 // every allocation made so far.
 func currentGen() uint64 { return lastGen.Load() }
+
+// registrationFloor returns the generation a registering datanode is told:
+// a new one, above the sequence number (auth.Ticket.Seq) of every write
+// and append ticket issued so far, which it refuses from now on (their
+// transactions' revocations may be lost with a restart of either side).
+func registrationFloor() uint64 { return newGen() }
