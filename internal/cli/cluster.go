@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -20,8 +18,6 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/auth"
-	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -50,87 +46,9 @@ func freePort() (string, error) {
 const envSupervisor = "PLASMA_CLUSTER_SUPERVISOR"
 
 func cmdClusterUp(ctx context.Context, args []string) error {
-	f := newFlags("cluster up", "[options]", `Start a namenode (SQLite) and N datanodes on 127.0.0.1 as separate processes and
-write the client configuration. The cluster runs until Ctrl-C (SIGINT or SIGTERM)
-or 'plasma cluster down'; a member that dies is reported and restarted with
-backoff (one that had run for -restart-reset starts the delay over). With -detach
-a background supervisor does this (its log: DIR/cluster.log).
-With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
-like the others: restarted if it dies, unmounted when the cluster stops.
-A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
-too; the client configuration names them, so 'plasma mr run' uses them (any user of the
-cluster may: tasks run with their submitter's delegated credential, as user nobody).
-Everything in DIR is private to its owner (files 0600, directories 0700).
-The settings a cluster is made with (name, datanodes, blocksize, volume size, the
-addresses of its members, security levels, task server slots, -relaxed) are recorded in
-DIR/settings.json; a later 'cluster up' keeps them, except those its flags change.
-The client configuration is rewritten only when the cluster's entry changes (other
-clusters' entries in it are kept; this one comes first, the clients' default).`, false)
-	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
-	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
-	name := f.String("cluster", "local", "cluster name")
-	var bs int64 = 1 << 20
-	var size int64 = 4 << 30
-	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
-	f.sizeRange(&size, "size", 64<<10, maxVolume, "size of each new datanode volume")
-	nnAddr := f.String("namenode-addr", "", "namenode address (default: the recorded one, or a free port for a new cluster)")
-	detach := f.Bool("detach", false, "start in the background and return")
-	relaxed := f.Bool("relaxed", false, "relaxed commit mode (acknowledge before fsync)")
-	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
-	secFlag := f.String("security", "privacy", "namenode traffic security: none, auth, integrity or privacy")
-	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
-	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
-	mountOpts := f.String("mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
-	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
-	restartReset := f.durationRange("restart-reset", defaultRestartPolicy.stable, 0, 24*time.Hour,
-		fmt.Sprintf("a member that dies after running this long is restarted after %v again; quicker deaths double the delay, up to %v", defaultRestartPolicy.min, defaultRestartPolicy.max))
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if len(f.pos) != 0 {
-		return usagef("unexpected argument %q", f.pos[0])
-	}
-	// The settings the cluster was made with stay, unless a flag changes
-	// them.
-	rec, made, err := loadClusterSettings(*dir)
+	u, err := parseClusterUp(args)
 	if err != nil {
 		return err
-	}
-	given := map[string]bool{}
-	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	settings, err := resolveSettings(rec, made, clusterSettings{Cluster: *name, Datanodes: *n, Blocksize: bs, VolumeSize: size, NamenodeAddr: *nnAddr,
-		TaskServerSlots: *tsSlots, Security: *secFlag, DataSecurity: *dataSecFlag, Relaxed: *relaxed}, given)
-	if err != nil {
-		return err
-	}
-	*name, *n, bs, size, *nnAddr, *tsSlots, *secFlag, *dataSecFlag, *relaxed = settings.Cluster, settings.Datanodes, settings.Blocksize, settings.VolumeSize,
-		settings.NamenodeAddr, settings.TaskServerSlots, settings.Security, settings.DataSecurity, settings.Relaxed
-	mountPoint := ""
-	if *mountFlag != "" {
-		if _, _, err := mountOptions([]string{*mountOpts}); err != nil {
-			return err
-		}
-		if os.Geteuid() != 0 {
-			return usagef("-mount needs root (the FUSE mount is made with mount(2))")
-		}
-		var err error
-		if mountPoint, err = filepath.Abs(*mountFlag); err != nil {
-			return err
-		}
-	} else if *mountOpts != "" {
-		return usagef("-mount-options needs -mount DIR")
-	}
-	if bs&(bs-1) != 0 {
-		return usagef("-blocksize %d: must be a power of two", bs)
-	}
-	if size < bs {
-		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))
-	}
-	if _, err := auth.ParseLevel(*secFlag); err != nil {
-		return usagef("%v", err)
-	}
-	if _, err := auth.ParseLevel(*dataSecFlag); err != nil {
-		return usagef("%v", err)
 	}
 	var ready *os.File // the detaching parent's readiness pipe
 	if os.Getenv(envSupervisor) != "" {
@@ -138,227 +56,36 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 		ready = os.NewFile(3, "ready")
 		os.Unsetenv(envSupervisor)
 	}
-	// Secrets, the database, logs and the configuration naming the
-	// credential are for the cluster's owner only; the members inherit
-	// the mask.
-	syscall.Umask(0o077)
-	if err := os.MkdirAll(*dir, 0o700); err != nil {
+	if err := u.prepareDir(); err != nil {
 		return err
 	}
-	if pids, _ := readPids(*dir); anyRunning(pids) {
-		return fmt.Errorf("a cluster is already running in %s (stop it with 'plasma cluster down -dir %s')", *dir, *dir)
-	}
-	tightenPermissions(*dir)
-	if mountPoint != "" {
-		// Before anything starts: a mountpoint in use is an error, a
-		// stale mount left by this cluster's mount process is cleared.
-		if err := os.MkdirAll(mountPoint, 0o755); err != nil {
-			return err
-		}
-		if err := clearStaleMount(mountPoint); err != nil {
-			return err
-		}
-	}
-	if *detach && ready == nil {
+	if u.detach && ready == nil {
 		return startSupervisor(ctx, args)
 	}
-	self, err := os.Executable()
+	if err := u.createVolumes(ctx); err != nil {
+		return err
+	}
+	if err := u.loadCredentials(); err != nil {
+		return err
+	}
+	if err := u.chooseAddrs(); err != nil {
+		return err
+	}
+	sv, err := u.newSupervisor()
 	if err != nil {
 		return err
 	}
-	var missing int64
-	for i := 1; i <= *n; i++ {
-		if _, err := os.Stat(filepath.Join(*dir, fmt.Sprintf("dn%d", i), "config")); err != nil {
-			missing++
-		}
-	}
-	if missing > 0 && size <= math.MaxInt64/missing {
-		if err := checkSpace(*dir, missing*size); err != nil {
-			return err
-		}
-	}
-	// The namespace is formatted only with the cluster's first volumes (so
-	// restarts of the namenode never format).
-	if err := formatNewCluster(filepath.Join(*dir, "namenode.db"), *dir, *n); err != nil {
-		return err
-	}
-	for i := 1; i <= *n; i++ {
-		vol := filepath.Join(*dir, fmt.Sprintf("dn%d", i))
-		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
-			continue
-		}
-		if err := cmdDatanodeInit(ctx, []string{"-dir", vol, "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10), "-size", strconv.FormatInt(size, 10)}); err != nil {
-			return err
-		}
-	}
-	// Cluster secrets and the daemons' and administrator's credentials.
-	secDir := filepath.Join(*dir, "secrets")
-	secrets, err := auth.LoadSecrets(secDir)
-	if err != nil {
-		if secrets, err = auth.InitSecrets(secDir, *name); err != nil {
-			return fmt.Errorf("create cluster secrets: %w", err)
-		}
-	}
-	issue := func(file, who string, role auth.Role) (string, error) {
-		p := filepath.Join(secDir, file)
-		// Kept unless it is unreadable or was issued with another role
-		// (by an older version).
-		if c, err := auth.LoadCredential(p); err == nil && c.Identity.Role == role {
-			return p, nil
-		}
-		c, err := secrets.Issue(who, role, nil)
-		if err != nil {
-			return "", err
-		}
-		return p, os.WriteFile(p, c.PEM(), 0o600)
-	}
-	nnCred, err := issue("namenode.pem", "namenode", auth.RoleNamenode)
-	if err != nil {
-		return err
-	}
-	adminCred, err := issue("admin.pem", currentUser(), auth.RoleSuperuser)
-	if err != nil {
-		return err
-	}
-	ticketKey := filepath.Join(secDir, "ticket.key")
-	delegCred, err := delegationCredential(secrets, secDir)
-	if err != nil {
-		return err
-	}
-	if *nnAddr == "" {
-		if *nnAddr, err = freePort(); err != nil {
-			return err
-		}
-	} else if !addrFree(*nnAddr) {
-		how := "choose another with -namenode-addr"
-		if !given["namenode-addr"] {
-			how = fmt.Sprintf("it is recorded in %s; stop what listens there, or %s", filepath.Join(*dir, clusterSettingsFile), how)
-		}
-		return fmt.Errorf("namenode address %s is in use by another program (%s)", *nnAddr, how)
-	}
-	settings.NamenodeAddr = *nnAddr
-	if settings.DatanodeAddrs, err = keptAddrs(settings.DatanodeAddrs, *n); err != nil {
-		return err
-	}
-	policy := defaultRestartPolicy
-	policy.stable = *restartReset
-	sv := &supervisor{self: self, dir: *dir, policy: policy, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
-	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
-		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey, "-delegation-credential", delegCred}
-	if *relaxed {
-		nnArgs = append(nnArgs, "-relaxed")
-	}
-	nn := sv.add("namenode", "namenode", nnArgs)
-	if err := sv.start(nn); err != nil {
+	if err := u.startMembers(ctx, sv); err != nil {
 		sv.stop()
 		return err
 	}
-	if err := sv.waitListening(ctx, *nnAddr); err != nil {
-		sv.stop()
-		return fmt.Errorf("namenode did not start (see %s): %w", nn.log, err)
-	}
-	var dnAddrs []string
-	for i := 1; i <= *n; i++ {
-		addr := settings.DatanodeAddrs[i-1]
-		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDatanode)
-		if err != nil {
-			sv.stop()
-			return err
-		}
-		dnAddrs = append(dnAddrs, addr)
-		dn := sv.add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr,
-			"-security", *dataSecFlag, "-namenode-security", *secFlag, "-credential", dnCred, "-ticket-key", ticketKey})
-		if err := sv.start(dn); err != nil {
-			sv.stop()
-			return err
-		}
-	}
-	cfg := client.Config{Cluster: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, CredentialFile: adminCred}
-	if err := sv.waitDatanodes(ctx, cfg, *n); err != nil {
-		sv.stop()
-		return fmt.Errorf("%w (see the logs in %s)", err, *dir)
-	}
-	var tsAddrs, tsCreds []string
-	if *tsSlots > 0 {
-		if tsAddrs, err = keptAddrs(settings.TaskServerAddrs, *n); err != nil {
-			sv.stop()
-			return err
-		}
-		for i := 1; i <= *n; i++ {
-			c, err := issue(fmt.Sprintf("ts%d.pem", i), fmt.Sprintf("taskserver%d", i), auth.RoleTaskServer)
-			if err != nil {
-				sv.stop()
-				return err
-			}
-			tsCreds = append(tsCreds, c)
-		}
-	}
-	entry := client.ClusterEntry{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
-		TaskServers: tsAddrs}
-	if _, err := updateClientConfig(filepath.Join(*dir, "client.conf"), entry); err != nil {
-		sv.stop()
-		return err
-	}
-	cfgPath := client.ConfigFile()
-	cfgChanged := false
-	if *writeCfg {
-		if cfgChanged, err = updateClientConfig(cfgPath, entry); err != nil {
-			sv.stop()
-			return err
-		}
-	}
-	settings.TaskServerAddrs = tsAddrs
-	if err := settings.save(*dir); err != nil {
-		sv.stop()
-		return err
-	}
-	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsCreds, *tsSlots); err != nil {
-		sv.stop()
-		return err
-	}
-	if mountPoint != "" {
-		if err := sv.startMount(ctx, mountPoint, *mountOpts, *name); err != nil {
-			sv.stop()
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", *name, *nnAddr, *n, bs, *dir)
-	if len(tsAddrs) > 0 {
-		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", *tsSlots, strings.Join(tsAddrs, " "))
-	}
-	if mountPoint != "" {
-		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", mountPoint, filepath.Join(*dir, "mount.log"))
-	}
-	fmt.Fprintf(stdout, "security: namenode %s, datanodes %s; your superuser credential is %s\n", *secFlag, *dataSecFlag, adminCred)
-	if made {
-		fmt.Fprintf(stdout, "settings as recorded in %s, except those changed by flags given here\n", filepath.Join(*dir, clusterSettingsFile))
-	}
-	switch {
-	case *writeCfg && cfgChanged:
-		fmt.Fprintf(stdout, "client configuration written to %s; try:\n", cfgPath)
-	case *writeCfg:
-		fmt.Fprintf(stdout, "client configuration in %s is up to date; try:\n", cfgPath)
-	default:
-		fmt.Fprintf(stdout, "use it with: export PLASMAFS_CONFIG=%s\n", filepath.Join(*dir, "client.conf"))
-	}
-	fmt.Fprintf(stdout, "  plasma put -rep 2 somefile /somefile\n  plasma ls -l /\n  plasma blocks /somefile\n")
 	if ready != nil {
-		fmt.Fprintf(stdout, "members that die are restarted (log: %s)\nstop it with: plasma cluster down -dir %s\n", filepath.Join(*dir, "cluster.log"), *dir)
-		// From now on the supervisor's output goes to its log; the
-		// parent sees the end of its output and returns.
-		lf, err := os.OpenFile(filepath.Join(*dir, "cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
+		if err := u.handOverOutput(sv, ready); err != nil {
 			sv.stop()
 			return err
 		}
-		unix.Dup2(int(lf.Fd()), 1)
-		unix.Dup2(int(lf.Fd()), 2)
-		lf.Close()
-		io.WriteString(ready, "up\n")
-		ready.Close()
-		sv.report("cluster %q is up: namenode %s, %d datanodes", *name, *nnAddr, *n)
 	} else {
-		fmt.Fprintf(stdout, "members that die are restarted; press Ctrl-C (or run 'plasma cluster down -dir %s') to stop\n", *dir)
+		fmt.Fprintf(stdout, "members that die are restarted; press Ctrl-C (or run 'plasma cluster down -dir %s') to stop\n", u.dir)
 		// Closing the terminal stops the cluster too.
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGHUP)
