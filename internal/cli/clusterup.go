@@ -20,7 +20,6 @@ import (
 // clusterUp is one 'cluster up': its settings (the recorded ones with the
 // flags' changes), then what its phases make (credentials, addresses).
 type clusterUp struct {
-	args         []string
 	n            int
 	dir, name    string
 	bs, size     int64
