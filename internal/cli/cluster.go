@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/supervisor"
 )
 
 func init() {
@@ -76,12 +76,12 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := u.startMembers(ctx, sv); err != nil {
-		sv.stop()
+		sv.Stop()
 		return err
 	}
 	if ready != nil {
 		if err := u.handOverOutput(sv, ready); err != nil {
-			sv.stop()
+			sv.Stop()
 			return err
 		}
 	} else {
@@ -91,7 +91,7 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGHUP)
 		defer stop()
 	}
-	return sv.supervise(ctx)
+	return sv.Supervise(ctx)
 }
 
 // startSupervisor runs 'cluster up' again as a background supervisor in
@@ -144,250 +144,43 @@ func startSupervisor(ctx context.Context, args []string) error {
 	return fmt.Errorf("cluster supervisor ended during start-up (%v)", st)
 }
 
-// A member is one process of the cluster.
-type member struct {
-	name string // dn1, namenode, mount
-	kind string // datanode, namenode, mount
-	log  string
-	args []string
-	env  []string  // nil: the supervisor's
-	cmd  *exec.Cmd // nil while not running
-	// backoff says when it started and how long to wait before its
-	// next restart.
-	backoff *restartBackoff
-	// For the mount: prestart clears a stale mount before each start;
-	// ready receives what the mount process reports on its readiness
-	// descriptor ("ok" or why it failed); cleanup unmounts what is left
-	// once the member has stopped.
-	prestart func() error
-	ready    chan string
-	cleanup  func()
-}
-
-func (m *member) String() string {
-	if m.kind == m.name {
-		return m.name
-	}
-	return m.kind + " " + m.name
-}
-
-type exitEvent struct {
-	m   *member
-	err error
-}
-
-// supervisor starts the cluster's members and restarts those that die.
-type supervisor struct {
-	self    string
-	dir     string
-	policy  restartPolicy
-	members []*member
-	exits   chan exitEvent // a member's process ended
-	restart chan *member   // a member's backoff is over
-	done    chan struct{}  // closed when stopping: no more restarts
-}
-
-func (sv *supervisor) add(name, kind string, args []string) *member {
-	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, backoff: newRestartBackoff(sv.policy, time.Now)}
-	sv.members = append(sv.members, m)
-	return m
-}
-
-func (sv *supervisor) report(format string, args ...any) {
-	fmt.Fprintf(stdout, "%s plasma cluster: %s\n", time.Now().Format("2006-01-02 15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// start starts m's process; its end arrives on sv.exits.
-func (sv *supervisor) start(m *member) error {
-	lf, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lf.Close()
-	if m.prestart != nil {
-		if err := m.prestart(); err != nil {
-			return fmt.Errorf("start %s: %w", m, err)
-		}
-	}
-	cmd := exec.Command(sv.self, m.args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = m.env
-	if m.ready != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		cmd.ExtraFiles = []*os.File{w}
-		cmd.Env = append(cmd.Env, mountReadyFD+"=3")
-		go func() {
-			msg, _ := io.ReadAll(r)
-			r.Close()
-			select {
-			case m.ready <- string(msg):
-			default: // nobody waits for it (a restart)
-			}
-		}()
-	}
-	// Its own process group: Ctrl-C reaches the supervisor only, which
-	// stops the members in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", m, err)
-	}
-	m.cmd = cmd
-	m.backoff.start()
-	go func() { err := cmd.Wait(); sv.exits <- exitEvent{m, err} }()
-	return sv.writePids()
-}
-
-// writePids records the supervisor's and the running members' process ids
-// for 'cluster down'.
-func (sv *supervisor) writePids() error {
-	lines := []string{fmt.Sprintf("supervisor %d", os.Getpid())}
-	for _, m := range sv.members {
-		if m.cmd != nil {
-			lines = append(lines, fmt.Sprintf("%s %d", m.name, m.cmd.Process.Pid))
-		}
-	}
-	return writePrivate(filepath.Join(sv.dir, "pids"), []byte(strings.Join(lines, "\n")+"\n"))
-}
-
-// exited handles a member's end during start-up and returns it as an error.
-func (sv *supervisor) exited(ev exitEvent) error {
-	ev.m.cmd = nil
-	return fmt.Errorf("%s exited during start-up (%v)%s", ev.m, ev.err, lastLogLine(ev.m.log))
-}
-
-// supervise restarts members that die until ctx ends, then stops them all.
-func (sv *supervisor) supervise(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			sv.report("stopping cluster")
-			sv.stop()
-			sv.report("cluster stopped")
-			return nil
-		case ev := <-sv.exits:
-			m := ev.m
-			pid := m.cmd.Process.Pid
-			ran, delay := m.backoff.ran(), m.backoff.died()
-			why := ""
-			if m.cmd.ProcessState.ExitCode() >= 0 { // it exited, was not killed: say why
-				why = lastLogLine(m.log)
-			}
-			m.cmd = nil
-			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, ran.Round(time.Millisecond), ev.err, delay, why)
-			sv.writePids()
-			sv.after(m, delay)
-		case m := <-sv.restart:
-			if err := sv.start(m); err != nil {
-				delay := m.backoff.startFailed()
-				sv.report("%v; trying again in %v", err, delay)
-				sv.after(m, delay)
-				continue
-			}
-			sv.report("%s restarted (pid %d)", m, m.cmd.Process.Pid)
-		}
-	}
-}
-
-// after schedules m's restart after delay.
-func (sv *supervisor) after(m *member, delay time.Duration) {
-	time.AfterFunc(delay, func() {
-		select {
-		case sv.restart <- m:
-		case <-sv.done:
-		}
-	})
-}
-
-// stop stops every member with SIGTERM, and SIGKILL for those still
-// running after 20 seconds: first the mount and the task servers (clients
-// of the others); the mount unmounts and commits
-// what its open files hold (it needs the namenode and datanodes for that),
-// then the datanodes and the namenode.
-func (sv *supervisor) stop() {
-	close(sv.done)
-	sv.stopMembers(func(m *member) bool { return m.kind == "mount" || m.kind == "taskserver" })
-	sv.stopMembers(func(m *member) bool { return m.kind != "mount" && m.kind != "taskserver" })
-	for _, m := range sv.members {
-		if m.cleanup != nil {
-			m.cleanup()
-		}
-	}
-	os.Remove(filepath.Join(sv.dir, "pids"))
-}
-
-// stopMembers stops the running members that which selects, datanodes
-// before the namenode, and waits for them.
-func (sv *supervisor) stopMembers(which func(*member) bool) {
-	running := 0
-	for i := len(sv.members) - 1; i >= 0; i-- {
-		if m := sv.members[i]; m.cmd != nil && which(m) {
-			m.cmd.Process.Signal(syscall.SIGTERM)
-			running++
-		}
-	}
-	kill := time.After(20 * time.Second)
-	for running > 0 {
-		select {
-		case ev := <-sv.exits:
-			ev.m.cmd = nil
-			if which(ev.m) {
-				running--
-			}
-		case <-kill:
-			for _, m := range sv.members {
-				if m.cmd != nil && which(m) {
-					sv.report("%s (pid %d) did not stop within 20s; killing it", m, m.cmd.Process.Pid)
-					m.cmd.Process.Kill()
-				}
-			}
-		}
-	}
-}
-
 // startMount adds the FUSE mount of the cluster at mp as a member, run as
 // 'plasma mount' with the cluster's client configuration, and waits until
 // it is mounted. The mountpoint is recorded in the cluster directory so
 // that 'cluster down' can clear a mount whose process died.
-func (sv *supervisor) startMount(ctx context.Context, mp, opts, cluster string) error {
+func startMount(ctx context.Context, sv *supervisor.Supervisor, mp, opts, cluster string) error {
 	args := []string{"mount", "-cluster", cluster}
 	if opts != "" {
 		args = append(args, "-o", opts)
 	}
-	m := sv.add("mount", "mount", append(args, mp))
+	m := sv.Add("mount", "mount", append(args, mp))
 	// The cluster's own configuration, whatever the environment names.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PLASMAFS_") {
-			m.env = append(m.env, kv)
+			m.Env = append(m.Env, kv)
 		}
 	}
-	m.env = append(m.env, "PLASMAFS_CONFIG="+filepath.Join(sv.dir, "client.conf"))
-	m.ready = make(chan string, 1)
-	m.prestart = func() error { return clearStaleMount(mp) }
-	m.cleanup = func() {
+	m.Env = append(m.Env, "PLASMAFS_CONFIG="+filepath.Join(sv.Dir(), "client.conf"))
+	m.Ready, m.ReadyEnv = make(chan string, 1), mountReadyFD
+	m.Prestart = func() error { return clearStaleMount(mp) }
+	m.Cleanup = func() {
 		if err := clearStaleMount(mp); err != nil {
-			sv.report("%v", err)
+			sv.Report("%v", err)
 		}
-		os.Remove(filepath.Join(sv.dir, "mountpoint"))
+		os.Remove(filepath.Join(sv.Dir(), "mountpoint"))
 	}
-	if err := writePrivate(filepath.Join(sv.dir, "mountpoint"), []byte(mp+"\n")); err != nil {
+	if err := writePrivate(filepath.Join(sv.Dir(), "mountpoint"), []byte(mp+"\n")); err != nil {
 		return err
 	}
-	if err := sv.start(m); err != nil {
+	if err := sv.Start(m); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case ev := <-sv.exits:
-		return sv.exited(ev)
-	case msg := <-m.ready:
-		if msg != "ok" {
-			return fmt.Errorf("mount %s: %s (see %s)", mp, msg, m.log)
-		}
+	msg, err := sv.AwaitReady(ctx, m)
+	if err != nil {
+		return err
+	}
+	if msg != "ok" {
+		return fmt.Errorf("mount %s: %s (see %s)", mp, msg, m.Log)
 	}
 	return nil
 }
@@ -444,56 +237,9 @@ func clearStaleMount(mp string) error {
 	return nil
 }
 
-// lastLogLine returns ": " and the last line of a log file, or "".
-func lastLogLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(0, st.Size()-int64(len(buf)))
-	k, _ := f.ReadAt(buf, off)
-	lines := strings.Split(strings.TrimSpace(string(buf[:k])), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if last == "" {
-		return ""
-	}
-	if len(last) > 300 {
-		last = last[:300] + "..."
-	}
-	return " (last log line: " + escapeText(last) + ")"
-}
-
-// writePrivate writes a file readable by its owner only, replacing an
-// existing one (whatever its permissions were) atomically; a symbolic link
-// (such as a ~/.plasmafs kept elsewhere) stays, its target is replaced.
-func writePrivate(path string, data []byte) error {
-	if target, err := filepath.EvalSymlinks(path); err == nil {
-		path = target
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// writePrivate writes a file readable by its owner only (the
+// supervisor's pids file is one).
+var writePrivate = supervisor.WritePrivate
 
 // tightenPermissions makes the secrets (0700/0600), database, logs and
 // client configuration of a cluster directory created by an older version
@@ -531,51 +277,6 @@ func tightenPermissions(dir string) {
 		}
 		tighten(n, 0o640)
 	}
-}
-
-func (sv *supervisor) waitListening(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev := <-sv.exits:
-			return sv.exited(ev)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return errors.New("timed out")
-}
-
-func (sv *supervisor) waitDatanodes(ctx context.Context, cfg client.Config, n int) error {
-	c, err := client.New(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		s, err := c.FsStat(ctx)
-		if err != nil {
-			return err
-		}
-		if int(s.LiveDatanodes) >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev := <-sv.exits:
-			return sv.exited(ev)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("only some of %d datanodes registered in time", n)
 }
 
 // A pidEntry is one line of a cluster directory's pids file: supervisor,

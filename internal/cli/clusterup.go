@@ -14,6 +14,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/supervisor"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,8 +81,8 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
 	f.StringVar(&u.mountOpts, "mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
 	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
-	restartReset := f.durationRange("restart-reset", defaultRestartPolicy.stable, 0, 24*time.Hour,
-		fmt.Sprintf("a member that dies after running this long is restarted after %v again; quicker deaths double the delay, up to %v", defaultRestartPolicy.min, defaultRestartPolicy.max))
+	restartReset := f.durationRange("restart-reset", supervisor.DefaultRestartPolicy.Stable, 0, 24*time.Hour,
+		fmt.Sprintf("a member that dies after running this long is restarted after %v again; quicker deaths double the delay, up to %v", supervisor.DefaultRestartPolicy.Min, supervisor.DefaultRestartPolicy.Max))
 	if err := f.parse(args); err != nil {
 		return nil, err
 	}
@@ -265,20 +266,20 @@ func (u *clusterUp) chooseAddrs() error {
 }
 
 // newSupervisor makes the supervisor of the cluster's members.
-func (u *clusterUp) newSupervisor() (*supervisor, error) {
+func (u *clusterUp) newSupervisor() (*supervisor.Supervisor, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	policy := defaultRestartPolicy
-	policy.stable = u.restartReset
-	return &supervisor{self: self, dir: u.dir, policy: policy, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}, nil
+	policy := supervisor.DefaultRestartPolicy
+	policy.Stable = u.restartReset
+	return supervisor.New(self, u.dir, policy, stdout, escapeText), nil
 }
 
 // startMembers starts the namenode, the datanodes, then (with the client
 // configurations written and the settings recorded) the task servers and
 // the mount, and says so.
-func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor) error {
+func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor.Supervisor) error {
 	if err := u.startNamenode(ctx, sv); err != nil {
 		return err
 	}
@@ -293,11 +294,11 @@ func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor) error {
 	if err := u.writeConfigs(); err != nil {
 		return err
 	}
-	if err := sv.startTaskServers(ctx, dnAddrs, u.tsAddrs, tsCreds, u.tsSlots); err != nil {
+	if err := startTaskServers(ctx, sv, dnAddrs, u.tsAddrs, tsCreds, u.tsSlots); err != nil {
 		return err
 	}
 	if u.mountPoint != "" {
-		if err := sv.startMount(ctx, u.mountPoint, u.mountOpts, u.name); err != nil {
+		if err := startMount(ctx, sv, u.mountPoint, u.mountOpts, u.name); err != nil {
 			return err
 		}
 	}
@@ -306,25 +307,25 @@ func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor) error {
 }
 
 // startNamenode starts the namenode and waits until it listens.
-func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor) error {
+func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor.Supervisor) error {
 	nnArgs := []string{"namenode", "-listen", u.nnAddr, "-db", filepath.Join(u.dir, "namenode.db"), "-cluster", u.name, "-blocksize", strconv.FormatInt(u.bs, 10),
 		"-security", u.sec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred}
 	if u.relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
-	nn := sv.add("namenode", "namenode", nnArgs)
-	if err := sv.start(nn); err != nil {
+	nn := sv.Add("namenode", "namenode", nnArgs)
+	if err := sv.Start(nn); err != nil {
 		return err
 	}
-	if err := sv.waitListening(ctx, u.nnAddr); err != nil {
-		return fmt.Errorf("namenode did not start (see %s): %w", nn.log, err)
+	if err := sv.WaitListening(ctx, u.nnAddr); err != nil {
+		return fmt.Errorf("namenode did not start (see %s): %w", nn.Log, err)
 	}
 	return nil
 }
 
 // startDatanodes starts the datanodes and waits until all registered;
 // it returns their addresses.
-func (u *clusterUp) startDatanodes(ctx context.Context, sv *supervisor) ([]string, error) {
+func (u *clusterUp) startDatanodes(ctx context.Context, sv *supervisor.Supervisor) ([]string, error) {
 	var dnAddrs []string
 	for i := 1; i <= u.n; i++ {
 		addr := u.settings.DatanodeAddrs[i-1]
@@ -333,14 +334,14 @@ func (u *clusterUp) startDatanodes(ctx context.Context, sv *supervisor) ([]strin
 			return nil, err
 		}
 		dnAddrs = append(dnAddrs, addr)
-		dn := sv.add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(u.dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", u.nnAddr,
+		dn := sv.Add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(u.dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", u.nnAddr,
 			"-security", u.dataSec, "-namenode-security", u.sec, "-credential", dnCred, "-ticket-key", u.ticketKey})
-		if err := sv.start(dn); err != nil {
+		if err := sv.Start(dn); err != nil {
 			return nil, err
 		}
 	}
 	cfg := client.Config{Cluster: u.name, Namenodes: []string{u.nnAddr}, Security: u.sec, DataSecurity: u.dataSec, CredentialFile: u.adminCred}
-	if err := sv.waitDatanodes(ctx, cfg, u.n); err != nil {
+	if err := sv.WaitDatanodes(ctx, cfg, u.n); err != nil {
 		return nil, fmt.Errorf("%w (see the logs in %s)", err, u.dir)
 	}
 	return dnAddrs, nil
@@ -413,7 +414,7 @@ func (u *clusterUp) printUp() {
 // handOverOutput ends the detaching parent's wait: from now on the
 // background supervisor's output goes to its log; the parent sees the end
 // of its output and returns.
-func (u *clusterUp) handOverOutput(sv *supervisor, ready *os.File) error {
+func (u *clusterUp) handOverOutput(sv *supervisor.Supervisor, ready *os.File) error {
 	fmt.Fprintf(stdout, "members that die are restarted (log: %s)\nstop it with: plasma cluster down -dir %s\n", filepath.Join(u.dir, "cluster.log"), u.dir)
 	lf, err := os.OpenFile(filepath.Join(u.dir, "cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -424,6 +425,6 @@ func (u *clusterUp) handOverOutput(sv *supervisor, ready *os.File) error {
 	lf.Close()
 	io.WriteString(ready, "up\n")
 	ready.Close()
-	sv.report("cluster %q is up: namenode %s, %d datanodes", u.name, u.nnAddr, u.n)
+	sv.Report("cluster %q is up: namenode %s, %d datanodes", u.name, u.nnAddr, u.n)
 	return nil
 }
