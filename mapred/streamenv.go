@@ -77,7 +77,8 @@ func (e *exec1) makeLocalDir() error {
 		return fmt.Errorf("local directory: %w", err)
 	}
 	e.local, e.localLog = dir, filepath.Join(dir, "log")
-	if err := os.Mkdir(e.localLog, 0o700); err == nil && e.user != nil {
+	err = os.Mkdir(e.localLog, 0o700)
+	if err == nil && e.user != nil {
 		err = os.Chown(e.localLog, int(e.user.UID), int(e.user.GID))
 	}
 	if err != nil {
