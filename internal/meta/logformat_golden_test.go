@@ -12,24 +12,32 @@ import (
 	"github.com/plasmafs/plasma/internal/meta"
 )
 
-// TestLogFormat0Decodes: every record of the golden commit log of format
-// 0 (written by the namenode before the log had versions; see
-// internal/namenode's TestWriteLogFormatGolden) decodes to exactly the
-// changes it decoded to then (expected-records.txt).
-func TestLogFormat0Decodes(t *testing.T) {
-	got := decodeGoldenLog(t, "testdata/logformat0")
-	if out := os.Getenv("PLASMA_WRITE_GOLDEN"); out != "" {
-		if err := os.WriteFile(filepath.Join(out, "expected-records.txt"), []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile("testdata/logformat0/expected-records.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("decoded records differ from the golden ones:\n got:\n%s\nwant:\n%s", got, want)
+// TestLogFormatGoldenDecodes: every record of each golden commit log, one
+// per format version (written by the namenode of that version; see
+// internal/namenode's TestWriteLogFormatGolden), decodes to exactly the
+// changes it decoded to then (expected-records.txt). Format 0 is the
+// format from before the log had versions.
+func TestLogFormatGoldenDecodes(t *testing.T) {
+	for v := 0; v <= meta.LogFormat; v++ {
+		dir := fmt.Sprintf("testdata/logformat%d", v)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			got := decodeGoldenLog(t, dir)
+			if out := os.Getenv("PLASMA_WRITE_GOLDEN"); out != "" {
+				if filepath.Base(out) == filepath.Base(dir) {
+					if err := os.WriteFile(filepath.Join(out, "expected-records.txt"), []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return
+			}
+			want, err := os.ReadFile(filepath.Join(dir, "expected-records.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("decoded records differ from the golden ones:\n got:\n%s\nwant:\n%s", got, want)
+			}
+		})
 	}
 }
 

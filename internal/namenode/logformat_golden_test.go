@@ -23,71 +23,80 @@ import (
 	"github.com/plasmafs/plasma/internal/namenode"
 )
 
-// The golden data directory of commit-log format 0 (the format before the
-// log had versions): a checkpoint database that holds none of the log,
-// and the log, written by the namenode of that time with every kind of
-// change a commit makes. It must replay, forever, into the state its
-// namenode had (expected-state.txt).
-const goldenFormat0 = "../meta/testdata/logformat0"
+// goldenLogs are the golden data directories, one per commit-log format
+// version: a checkpoint database that holds none of the log, and the log,
+// written by the namenode of that version with every kind of change a
+// commit makes (TestWriteLogFormatGolden). Each must replay, forever, into
+// the state its namenode had (expected-state.txt). Format 0 is the format
+// from before the log had versions.
+var goldenLogs = []string{"../meta/testdata/logformat0", "../meta/testdata/logformat1"}
 
-// TestLogFormat0Replays: the golden format-0 log replays into the
-// checkpoint database it was written over, giving exactly the state the
-// namenode that wrote it had; and a namenode starts on the directory.
-func TestLogFormat0Replays(t *testing.T) {
-	dir := copyGolden(t, goldenFormat0)
-	store, err := meta.OpenSQLite(filepath.Join(dir, "namenode.db"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := namenode.ReplayLog(store, filepath.Join(dir, "namenode.db.log")); err != nil {
-		t.Fatalf("replay the format-0 log: %v", err)
-	}
-	snap, err := store.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(filepath.Join(goldenFormat0, "expected-state.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := dumpSnapshot(snap); got != string(want) {
-		t.Errorf("replayed state differs from the golden one:\n got:\n%s\nwant:\n%s", got, want)
+// TestLogFormatGoldenReplays: each golden log replays into the checkpoint
+// database it was written over, giving exactly the state the namenode
+// that wrote it had.
+func TestLogFormatGoldenReplays(t *testing.T) {
+	for _, golden := range goldenLogs {
+		t.Run(filepath.Base(golden), func(t *testing.T) {
+			dir := copyGolden(t, golden)
+			store, err := meta.OpenSQLite(filepath.Join(dir, "namenode.db"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if err := namenode.ReplayLog(store, filepath.Join(dir, "namenode.db.log")); err != nil {
+				t.Fatalf("replay the log: %v", err)
+			}
+			snap, err := store.Load(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(golden, "expected-state.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dumpSnapshot(snap); got != string(want) {
+				t.Errorf("replayed state differs from the golden one:\n got:\n%s\nwant:\n%s", got, want)
+			}
+		})
 	}
 }
 
-// TestLogFormat0NamenodeStarts: a namenode started on the golden data
-// directory (log not yet replayed) serves every file of it.
-func TestLogFormat0NamenodeStarts(t *testing.T) {
-	dir := copyGolden(t, goldenFormat0)
-	store, err := meta.OpenSQLite(filepath.Join(dir, "namenode.db"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nn, err := namenode.New(namenode.Config{Cluster: "golden", Blocksize: 64 << 10, Store: store, Logger: quiet,
-		LogPath: filepath.Join(dir, "namenode.db.log")})
-	if err != nil {
-		t.Fatalf("namenode on the format-0 directory: %v", err)
-	}
-	defer nn.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go nn.Serve(ln)
-	cl, err := client.New(context.Background(), client.Config{Namenodes: []string{ln.Addr().String()}, Security: "none", DataSecurity: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	want, err := os.ReadFile(filepath.Join(goldenFormat0, "expected-tree.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := clustertest.Tree(t, cl); got != string(want) {
-		t.Errorf("namespace differs from the golden one:\n got:\n%s\nwant:\n%s", got, want)
+// TestLogFormatGoldenNamenodeStarts: a namenode started on each golden
+// data directory (log not yet replayed) serves every file of it.
+func TestLogFormatGoldenNamenodeStarts(t *testing.T) {
+	for _, golden := range goldenLogs {
+		t.Run(filepath.Base(golden), func(t *testing.T) {
+			dir := copyGolden(t, golden)
+			store, err := meta.OpenSQLite(filepath.Join(dir, "namenode.db"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			nn, err := namenode.New(namenode.Config{Cluster: "golden", Blocksize: 64 << 10, Store: store, Logger: quiet,
+				LogPath: filepath.Join(dir, "namenode.db.log")})
+			if err != nil {
+				t.Fatalf("namenode on the golden directory: %v", err)
+			}
+			defer nn.Close()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go nn.Serve(ln)
+			cl, err := client.New(context.Background(), client.Config{Namenodes: []string{ln.Addr().String()}, Security: "none", DataSecurity: "none"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			want, err := os.ReadFile(filepath.Join(golden, "expected-tree.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := clustertest.Tree(t, cl); got != string(want) {
+				t.Errorf("namespace differs from the golden one:\n got:\n%s\nwant:\n%s", got, want)
+			}
+		})
 	}
 }
 
@@ -148,8 +157,9 @@ func dumpSnapshot(s *meta.Snapshot) string {
 }
 
 // TestWriteLogFormatGolden writes the golden data directory named by
-// PLASMA_WRITE_GOLDEN (a new directory) with the code of the day: it was
-// run once per log format version, and its output committed.
+// PLASMA_WRITE_GOLDEN (a new directory) with the code of the day: it is
+// run once per log format version (meta.LogFormat), and its output
+// committed as testdata/logformat<version> and added to goldenLogs.
 func TestWriteLogFormatGolden(t *testing.T) {
 	out := os.Getenv("PLASMA_WRITE_GOLDEN")
 	if out == "" {

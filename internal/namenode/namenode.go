@@ -222,12 +222,13 @@ func New(cfg Config) (*Namenode, error) {
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
 	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inos.next,
 		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
-	for _, a := range snap.Inodes {
-		in := &inode{attr: a}
-		if a.Type == wire.TypeDir {
+	for i := range snap.Inodes {
+		a := &snap.Inodes[i]
+		in := &inode{attr: wireAttr(a)}
+		if a.Type == meta.TypeDir {
 			in.entries = map[string]uint64{}
 		}
-		in.blocks = snap.Blocks[a.Ino]
+		in.blocks = wireExtents(snap.Blocks[a.Ino])
 		n.ns.inodes[a.Ino] = in
 	}
 	if n.ns.inodes[rootIno] == nil {
