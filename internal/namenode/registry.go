@@ -109,7 +109,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		rec.Blocks = ni.Blocks
 	default:
 		// Known, unchanged: nothing to write.
-		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns)}, Counters: []uint64{currentGen()}}
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns)}, Counters: []uint64{n.currentGen()}}
 	}
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
@@ -137,7 +137,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		n.mu.Unlock()
 		// The current generation: append tickets issued before it are
 		// refused by the datanode from now on (auth.Ticket.Seq).
-		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{currentGen()}})
+		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{n.currentGen()}})
 	}}, nil
 }
 
