@@ -57,14 +57,21 @@ func wireAttr(a *meta.Inode) wire.Attr {
 
 // storeExtents converts a block list (tickets, which are never stored,
 // left out); the checksum lists are shared, as neither side changes them.
+// It runs under the namenode lock for every written file of a commit, so
+// it allocates twice per list, not once per extent.
 func storeExtents(xs []wire.Extent) []meta.Extent {
 	out := make([]meta.Extent, len(xs))
+	nreps := 0
+	for _, x := range xs {
+		nreps += len(x.Replicas)
+	}
+	runs := make([]meta.Run, 0, nreps)
 	for i, x := range xs {
-		reps := make([]meta.Run, len(x.Replicas))
-		for j, r := range x.Replicas {
-			reps[j] = meta.Run{Node: r.Node, Start: r.Start}
+		first := len(runs)
+		for _, r := range x.Replicas {
+			runs = append(runs, meta.Run{Node: r.Node, Start: r.Start})
 		}
-		out[i] = meta.Extent{Index: x.Index, Count: x.Count, Replicas: reps, CRC: x.CRC, Gen: x.Gen}
+		out[i] = meta.Extent{Index: x.Index, Count: x.Count, Replicas: runs[first:len(runs):len(runs)], CRC: x.CRC, Gen: x.Gen}
 	}
 	return out
 }

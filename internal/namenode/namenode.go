@@ -128,7 +128,7 @@ type Namenode struct {
 	renameLock *Txn       // holder of the directory-move lock
 	leases     *dirLeases // guarded by mu
 	fsck       *checker   // guarded by mu
-	gens       generations
+	gens       generations // block generations (gen.go)
 
 	cm       *committer
 	deferred []*meta.Change // namenode-internal changes for the committer (mu)
