@@ -124,11 +124,12 @@ type Namenode struct {
 	txns       *txnTable     // guarded by mu
 	nodes      *nodeRegistry // guarded by mu
 	epoch      uint64
-	frees      freeQueue   // blocks freed, not yet reusable
-	renameLock *Txn        // holder of the directory-move lock
-	leases     *dirLeases  // guarded by mu
-	fsck       *checker    // guarded by mu
-	gens       generations // block generations (gen.go)
+	frees      freeQueue  // blocks freed, not yet reusable
+	renameLock *Txn       // holder of the directory-move lock
+	leases     *dirLeases // guarded by mu
+	fsck       *checker   // guarded by mu
+
+	gens generations // block generations (gen.go)
 
 	cm       *committer
 	deferred []*meta.Change // namenode-internal changes for the committer (mu)
