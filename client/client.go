@@ -295,6 +295,10 @@ type Stats struct {
 	Batches  uint64            // store transactions (group commits)
 	PerOp    map[string]uint64 // requests per operation
 	CPU      time.Duration     // CPU time the namenode process used (user + system)
+	// LeaseWaits counts the additions to a directory (create, link,
+	// rename) put off until another client's lease on it had ended (or
+	// the namenode's start-up grace).
+	LeaseWaits uint64
 }
 
 // NamenodeStats returns the namenode's request counters.
@@ -310,6 +314,9 @@ func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
 	ops := r.Counters[3:]
 	if len(ops) > wire.NumOps {
 		s.CPU = time.Duration(ops[wire.NumOps])
+		if len(ops) > wire.NumOps+1 {
+			s.LeaseWaits = ops[wire.NumOps+1]
+		}
 		ops = ops[:wire.NumOps]
 	}
 	for i, v := range ops {

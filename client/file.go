@@ -881,7 +881,10 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				lastErr = err
 				failed = true
 				var we *writeError
-				if errors.As(err, &we) {
+				// Tickets issued before a datanode's restart (or the
+				// namenode's) are refused: not the datanode's fault,
+				// the allocation is asked for again, with new tickets.
+				if errors.As(err, &we) && !strings.Contains(err.Error(), auth.ErrTicketOutdated.Error()) {
 					for _, rp := range x.Replicas {
 						info, _ := f.tx.c.node(rp.Node)
 						if slices.Contains(we.blame, info.Addr) {

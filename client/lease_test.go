@@ -13,8 +13,9 @@ import (
 // TestDirLease: a lease comes with the directory's listing and is renewed
 // without one; nobody else gets it meanwhile; another client's create in
 // the leased directory is answered only after the holder's lease has
-// ended, and the directory is then not leased again for a while; a
-// directory another transaction is still changing is not leased.
+// ended, and the directory is then not leased again for a while, nor is
+// any directory to the holder; a directory another transaction is still
+// changing is not leased.
 func TestDirLease(t *testing.T) {
 	ctx := context.Background()
 	holder, other := connect(), connect()
@@ -64,23 +65,29 @@ func TestDirLease(t *testing.T) {
 			t.Fatalf("directory leased again right after a client waited for it (ok=%v err=%v)", ok, err)
 		}
 	}
+	if _, ok, err := holder.LeaseDir(ctx, d2.Ino); err != nil || ok {
+		t.Fatalf("another directory leased to the holder right after a client waited for its lease (ok=%v err=%v)", ok, err)
+	}
+	// The rest with a client that made nobody wait.
+	fresh := connect()
+	defer fresh.Close()
 	// A directory another transaction is adding to has names the
 	// committed listing lacks: no lease until that transaction ends.
 	tx, _ := other.Begin(ctx)
 	if _, err := tx.CreateAt(ctx, d2.Ino, "pending", client.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := holder.LeaseDir(ctx, d2.Ino); err != nil || ok {
+	if _, ok, err := fresh.LeaseDir(ctx, d2.Ino); err != nil || ok {
 		t.Fatalf("lease granted while another transaction adds to the directory (ok=%v err=%v)", ok, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l, ok, err := holder.LeaseDir(ctx, d2.Ino); err != nil || !ok || !slices.Equal(l.Names, []string{"pending"}) {
+	if l, ok, err := fresh.LeaseDir(ctx, d2.Ino); err != nil || !ok || !slices.Equal(l.Names, []string{"pending"}) {
 		t.Fatalf("lease after the commit: %+v ok=%v err=%v", l, ok, err)
 	}
 	// Not a directory; missing.
-	if _, _, err := holder.LeaseDir(ctx, 1<<60); err == nil {
+	if _, _, err := fresh.LeaseDir(ctx, 1<<60); err == nil {
 		t.Fatal("lease of a missing inode: no error")
 	}
 }

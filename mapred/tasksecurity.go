@@ -43,6 +43,10 @@ type secureConn struct {
 	readDL   time.Time // the caller's read deadline, restored after the handshake
 }
 
+// NetConn is the accepted connection under the handshake (for
+// connlimit.Admit and SetIdle).
+func (c *secureConn) NetConn() net.Conn { return c.Conn }
+
 func (c *secureConn) handshake() error {
 	c.once.Do(func() {
 		c.sc, c.who, c.err = auth.Server(c.Conn, c.level, c.cred)

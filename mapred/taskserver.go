@@ -14,6 +14,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/connlimit"
 )
 
 // TaskServer runs task attempts for coordinators over HTTP:
@@ -83,10 +84,16 @@ func (s *TaskServer) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: time.Minute,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, peerKey{}, c)
-		}}
+		},
+		// A connection is admitted once a request arrives, that is after
+		// its handshake (secureConn.NetConn leads to the accepted one).
+		ConnState: connlimit.ConnState}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
-	err := srv.Serve(&secureListener{Listener: ln, level: s.level, cred: s.Credential})
+	// The shared accept path (descriptor exhaustion, idle floods) under
+	// the handshake.
+	limited := connlimit.Listen(ln, connlimit.Options{Name: "task server"})
+	err := srv.Serve(&secureListener{Listener: limited, level: s.level, cred: s.Credential})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -27,7 +27,8 @@ import (
 // with the error inode-addressed requests give (a file behind a
 // directory she cannot search is "permission denied", as for stat, not
 // "not a directory", which would tell its type); a directory she may
-// read is leased.
+// write is leased (lease_writers_only_test.go: one she may only read is
+// not).
 func TestHostileLeaseRequests(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
 	ctx := context.Background()
@@ -89,12 +90,17 @@ func TestHostileLeaseRequests(t *testing.T) {
 		t.Fatalf("lease of /pub: %+v, want a new lease listing f", r)
 	}
 	// Directories of 4096 names (leased, every name listed) and of 4097
-	// (not leased); long names.
+	// (not leased); long names. Not in /pub: making them there waits for
+	// her lease, after which she gets none for a while.
 	for _, n := range []int{4096, 4097} {
 		var d client.FileInfo
 		mustOK(t, "big directory", admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			var err error
-			if d, err = tx.Mkdir(ctx, fmt.Sprintf("/pub/big%d", n), 0o755); err != nil {
+			if d, err = tx.Mkdir(ctx, fmt.Sprintf("/big%d", n), 0o777); err != nil {
+				return err
+			}
+			mode := fs.FileMode(0o777) // only writers get leases
+			if _, err := tx.SetAttr(ctx, d.Ino, client.SetAttr{Mode: &mode}); err != nil {
 				return err
 			}
 			for i := 0; i < n; i++ {
@@ -563,8 +569,10 @@ func TestHostileLeaseFloods(t *testing.T) {
 	<-renewer
 
 	// The flood: more creates into one leased directory than may wait.
+	// The lease is another user's: mallory, who made others wait, gets
+	// none for a while.
 	target := dirs[ndirs-1]
-	if r := must(t, hostile, &wire.Request{Op: wire.OpLeaseDir, Ino: target}); r.Counters[0] == 0 {
+	if r := must(t, rawAs(t, c, c.IssueCredential("trudy", auth.RoleUser)), &wire.Request{Op: wire.OpLeaseDir, Ino: target}); r.Counters[0] == 0 {
 		t.Fatal("no lease on the flood's directory")
 	}
 	flooder := rawAs(t, c, c.AdminCred)

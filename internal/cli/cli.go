@@ -38,6 +38,8 @@ const (
 	exitOK      = 0 // success (also for -help)
 	exitFailure = 1 // the command failed; one line on stderr says why
 	exitUsage   = 2 // bad command line: one line on stderr and the usage line
+	// exitUnchecked: fsck found no problem but could not check everything.
+	exitUnchecked = 3
 )
 
 // usageError makes Main exit with status 2.
@@ -176,7 +178,8 @@ or $PLASMAFS_CLUSTER / $PLASMAFS_NAMENODES, or ~/.plasmafs ($PLASMAFS_CONFIG), w
 'plasma cluster up' writes. PlasmaFS paths are absolute; globs expand on the PlasmaFS side.
 Security: the credential and levels come from the cluster entry in ~/.plasmafs or from
 $PLASMAFS_CREDENTIAL, $PLASMAFS_SECURITY and $PLASMAFS_DATA_SECURITY (none, auth, integrity, privacy).
-Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error.`)
+Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error,
+3 (fsck) no problems found but some replicas could not be checked.`)
 }
 
 // flags is a flag set with the common client options.
@@ -321,5 +324,21 @@ func (f *flags) connect(ctx context.Context) (*client.Client, error) {
 	if os.Getenv("PLASMAFS_NO_SHORTCIRCUIT") != "" {
 		cfg.NoShortCircuit = true
 	}
-	return client.New(ctx, cfg)
+	c, err := client.New(ctx, cfg)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("%w (no namenode listens at %s, named by %s: is the cluster up? Start it with 'plasma cluster up', or check %s)",
+			err, strings.Join(cfg.Namenodes, ", "), f.namenodeSource(), "$PLASMAFS_CONFIG, $PLASMAFS_NAMENODES or -namenode")
+	}
+	return c, err
+}
+
+// namenodeSource says where the namenode addresses come from.
+func (f *flags) namenodeSource() string {
+	switch {
+	case len(f.namenodes) > 0:
+		return "-namenode"
+	case os.Getenv("PLASMAFS_NAMENODES") != "":
+		return "$PLASMAFS_NAMENODES"
+	}
+	return client.ConfigFile()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -48,25 +49,23 @@ func freePort() (string, error) {
 // -detach' starts; it reports readiness on file descriptor 3.
 const envSupervisor = "PLASMA_CLUSTER_SUPERVISOR"
 
-// Restart backoff of a member that dies: doubled after each death, back to
-// the minimum once the member has run for restartStable.
-const (
-	restartMin    = 250 * time.Millisecond
-	restartMax    = 30 * time.Second
-	restartStable = time.Minute
-)
-
 func cmdClusterUp(ctx context.Context, args []string) error {
 	f := newFlags("cluster up", "[options]", `Start a namenode (SQLite) and N datanodes on 127.0.0.1 as separate processes and
 write the client configuration. The cluster runs until Ctrl-C (SIGINT or SIGTERM)
 or 'plasma cluster down'; a member that dies is reported and restarted with
-backoff. With -detach a background supervisor does this (its log: DIR/cluster.log).
+backoff (one that had run for -restart-reset starts the delay over). With -detach
+a background supervisor does this (its log: DIR/cluster.log).
 With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
 like the others: restarted if it dies, unmounted when the cluster stops.
 A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
 too; the client configuration names them, so 'plasma mr run' uses them (any user of the
 cluster may: tasks run with their submitter's delegated credential, as user nobody).
-Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
+Everything in DIR is private to its owner (files 0600, directories 0700).
+The settings a cluster is made with (name, datanodes, blocksize, volume size, the
+addresses of its members, security levels, task server slots, -relaxed) are recorded in
+DIR/settings.json; a later 'cluster up' keeps them, except those its flags change.
+The client configuration is rewritten only when the cluster's entry changes (other
+clusters' entries in it are kept; this one comes first, the clients' default).`, false)
 	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
 	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
 	name := f.String("cluster", "local", "cluster name")
@@ -74,7 +73,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	var size int64 = 4 << 30
 	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
 	f.sizeRange(&size, "size", 64<<10, maxVolume, "size of each new datanode volume")
-	nnAddr := f.String("namenode-addr", "", "namenode address (default: a free port)")
+	nnAddr := f.String("namenode-addr", "", "namenode address (default: the recorded one, or a free port for a new cluster)")
 	detach := f.Bool("detach", false, "start in the background and return")
 	relaxed := f.Bool("relaxed", false, "relaxed commit mode (acknowledge before fsync)")
 	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
@@ -83,12 +82,29 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
 	mountOpts := f.String("mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
 	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
+	restartReset := f.durationRange("restart-reset", defaultRestartPolicy.stable, 0, 24*time.Hour,
+		fmt.Sprintf("a member that dies after running this long is restarted after %v again; quicker deaths double the delay, up to %v", defaultRestartPolicy.min, defaultRestartPolicy.max))
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if len(f.pos) != 0 {
 		return usagef("unexpected argument %q", f.pos[0])
 	}
+	// The settings the cluster was made with stay, unless a flag changes
+	// them.
+	rec, made, err := loadClusterSettings(*dir)
+	if err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	settings, err := resolveSettings(rec, made, clusterSettings{Cluster: *name, Datanodes: *n, Blocksize: bs, VolumeSize: size, NamenodeAddr: *nnAddr,
+		TaskServerSlots: *tsSlots, Security: *secFlag, DataSecurity: *dataSecFlag, Relaxed: *relaxed}, given)
+	if err != nil {
+		return err
+	}
+	*name, *n, bs, size, *nnAddr, *tsSlots, *secFlag, *dataSecFlag, *relaxed = settings.Cluster, settings.Datanodes, settings.Blocksize, settings.VolumeSize,
+		settings.NamenodeAddr, settings.TaskServerSlots, settings.Security, settings.DataSecurity, settings.Relaxed
 	mountPoint := ""
 	if *mountFlag != "" {
 		if _, _, err := mountOptions([]string{*mountOpts}); err != nil {
@@ -213,8 +229,20 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		if *nnAddr, err = freePort(); err != nil {
 			return err
 		}
+	} else if !addrFree(*nnAddr) {
+		how := "choose another with -namenode-addr"
+		if !given["namenode-addr"] {
+			how = fmt.Sprintf("it is recorded in %s; stop what listens there, or %s", filepath.Join(*dir, clusterSettingsFile), how)
+		}
+		return fmt.Errorf("namenode address %s is in use by another program (%s)", *nnAddr, how)
 	}
-	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
+	settings.NamenodeAddr = *nnAddr
+	if settings.DatanodeAddrs, err = keptAddrs(settings.DatanodeAddrs, *n); err != nil {
+		return err
+	}
+	policy := defaultRestartPolicy
+	policy.stable = *restartReset
+	sv := &supervisor{self: self, dir: *dir, policy: policy, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
 		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey, "-delegation-credential", delegCred}
 	if *relaxed {
@@ -231,11 +259,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	}
 	var dnAddrs []string
 	for i := 1; i <= *n; i++ {
-		addr, err := freePort()
-		if err != nil {
-			sv.stop()
-			return err
-		}
+		addr := settings.DatanodeAddrs[i-1]
 		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDatanode)
 		if err != nil {
 			sv.stop()
@@ -256,7 +280,7 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 	}
 	var tsAddrs, tsCreds []string
 	if *tsSlots > 0 {
-		if tsAddrs, err = taskServerAddrs(*n); err != nil {
+		if tsAddrs, err = keptAddrs(settings.TaskServerAddrs, *n); err != nil {
 			sv.stop()
 			return err
 		}
@@ -269,18 +293,24 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 			tsCreds = append(tsCreds, c)
 		}
 	}
-	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
-		TaskServers: tsAddrs}})
-	if err := writePrivate(filepath.Join(*dir, "client.conf"), []byte(conf)); err != nil {
+	entry := client.ClusterEntry{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
+		TaskServers: tsAddrs}
+	if _, err := updateClientConfig(filepath.Join(*dir, "client.conf"), entry); err != nil {
 		sv.stop()
 		return err
 	}
 	cfgPath := client.ConfigFile()
+	cfgChanged := false
 	if *writeCfg {
-		if err := writePrivate(cfgPath, []byte(conf)); err != nil {
+		if cfgChanged, err = updateClientConfig(cfgPath, entry); err != nil {
 			sv.stop()
 			return err
 		}
+	}
+	settings.TaskServerAddrs = tsAddrs
+	if err := settings.save(*dir); err != nil {
+		sv.stop()
+		return err
 	}
 	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsCreds, *tsSlots); err != nil {
 		sv.stop()
@@ -300,9 +330,15 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", mountPoint, filepath.Join(*dir, "mount.log"))
 	}
 	fmt.Fprintf(stdout, "security: namenode %s, datanodes %s; your superuser credential is %s\n", *secFlag, *dataSecFlag, adminCred)
-	if *writeCfg {
+	if made {
+		fmt.Fprintf(stdout, "settings as recorded in %s, except those changed by flags given here\n", filepath.Join(*dir, clusterSettingsFile))
+	}
+	switch {
+	case *writeCfg && cfgChanged:
 		fmt.Fprintf(stdout, "client configuration written to %s; try:\n", cfgPath)
-	} else {
+	case *writeCfg:
+		fmt.Fprintf(stdout, "client configuration in %s is up to date; try:\n", cfgPath)
+	default:
 		fmt.Fprintf(stdout, "use it with: export PLASMAFS_CONFIG=%s\n", filepath.Join(*dir, "client.conf"))
 	}
 	fmt.Fprintf(stdout, "  plasma put -rep 2 somefile /somefile\n  plasma ls -l /\n  plasma blocks /somefile\n")
@@ -383,14 +419,15 @@ func startSupervisor(ctx context.Context, args []string) error {
 
 // A member is one process of the cluster.
 type member struct {
-	name  string // dn1, namenode, mount
-	kind  string // datanode, namenode, mount
-	log   string
-	args  []string
-	env   []string  // nil: the supervisor's
-	cmd   *exec.Cmd // nil while not running
-	since time.Time
-	delay time.Duration
+	name string // dn1, namenode, mount
+	kind string // datanode, namenode, mount
+	log  string
+	args []string
+	env  []string  // nil: the supervisor's
+	cmd  *exec.Cmd // nil while not running
+	// backoff says when it started and how long to wait before its
+	// next restart.
+	backoff *restartBackoff
 	// For the mount: prestart clears a stale mount before each start;
 	// ready receives what the mount process reports on its readiness
 	// descriptor ("ok" or why it failed); cleanup unmounts what is left
@@ -416,6 +453,7 @@ type exitEvent struct {
 type supervisor struct {
 	self    string
 	dir     string
+	policy  restartPolicy
 	members []*member
 	exits   chan exitEvent // a member's process ended
 	restart chan *member   // a member's backoff is over
@@ -423,7 +461,7 @@ type supervisor struct {
 }
 
 func (sv *supervisor) add(name, kind string, args []string) *member {
-	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, delay: restartMin}
+	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, backoff: newRestartBackoff(sv.policy, time.Now)}
 	sv.members = append(sv.members, m)
 	return m
 }
@@ -470,7 +508,8 @@ func (sv *supervisor) start(m *member) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", m, err)
 	}
-	m.cmd, m.since = cmd, time.Now()
+	m.cmd = cmd
+	m.backoff.start()
 	go func() { err := cmd.Wait(); sv.exits <- exitEvent{m, err} }()
 	return sv.writePids()
 }
@@ -505,21 +544,20 @@ func (sv *supervisor) supervise(ctx context.Context) error {
 		case ev := <-sv.exits:
 			m := ev.m
 			pid := m.cmd.Process.Pid
-			if time.Since(m.since) >= restartStable {
-				m.delay = restartMin
-			}
+			ran, delay := m.backoff.ran(), m.backoff.died()
 			why := ""
 			if m.cmd.ProcessState.ExitCode() >= 0 { // it exited, was not killed: say why
 				why = lastLogLine(m.log)
 			}
 			m.cmd = nil
-			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, time.Since(m.since).Round(time.Millisecond), ev.err, m.delay, why)
+			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, ran.Round(time.Millisecond), ev.err, delay, why)
 			sv.writePids()
-			sv.after(m)
+			sv.after(m, delay)
 		case m := <-sv.restart:
 			if err := sv.start(m); err != nil {
-				sv.report("%v; trying again in %v", err, m.delay)
-				sv.after(m)
+				delay := m.backoff.startFailed()
+				sv.report("%v; trying again in %v", err, delay)
+				sv.after(m, delay)
 				continue
 			}
 			sv.report("%s restarted (pid %d)", m, m.cmd.Process.Pid)
@@ -527,15 +565,14 @@ func (sv *supervisor) supervise(ctx context.Context) error {
 	}
 }
 
-// after schedules m's restart after its backoff and doubles the backoff.
-func (sv *supervisor) after(m *member) {
-	time.AfterFunc(m.delay, func() {
+// after schedules m's restart after delay.
+func (sv *supervisor) after(m *member, delay time.Duration) {
+	time.AfterFunc(delay, func() {
 		select {
 		case sv.restart <- m:
 		case <-sv.done:
 		}
 	})
-	m.delay = min(2*m.delay, restartMax)
 }
 
 // stop stops every member with SIGTERM, and SIGKILL for those still

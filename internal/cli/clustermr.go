@@ -34,20 +34,6 @@ func delegationCredential(secrets *auth.Secrets, secDir string) (string, error) 
 	return p, writePrivate(p, c.PEM())
 }
 
-// taskServerAddrs picks a listening address for each of n task servers
-// (kept across their restarts).
-func taskServerAddrs(n int) ([]string, error) {
-	var out []string
-	for range n {
-		a, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // startTaskServers adds task server tsI paired with datanode dnAddrs[I-1]
 // listening at addrs[I-1] with credential creds[I-1], with the cluster's
 // client configuration, and waits until each listens.

@@ -169,8 +169,11 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
 	maxUserConns := f.intRange("max-conns-per-user", 256, 1, 1<<20, "connections of one user (not daemons or superusers)")
 	maxHandshakes := f.intRange("max-handshakes-per-source", 64, 1, 1<<20, "connections from one address still in their handshake")
+	var requestMem int64 = 64 << 20
+	f.sizeRange(&requestMem, "request-memory", 16<<20, 1<<40, "memory for requests arriving, all connections together")
 	rep := f.intRange("rep", 1, 1, 16, "default replication")
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
+	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
@@ -226,9 +229,9 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
-		HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
+		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}
@@ -311,6 +314,8 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
 	credFile := f.String("credential", "", "the datanode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")
+	var receiveMem int64 = 1 << 30
+	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -331,7 +336,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
-		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk})
+		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
 	if err != nil {
 		return err
 	}
@@ -342,6 +347,12 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	addr := ln.Addr().String()
 	sock := filepath.Join(*dir, "dn.sock")
+	local, err := srv.ListenLocal(sock)
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return fmt.Errorf("datanode: local socket: %w", err)
+	}
 	if err := srv.Register(ctx, addr, sock); err != nil {
 		ln.Close()
 		srv.Close()
@@ -354,7 +365,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() {
-		if err := srv.ServeLocal(sock); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := srv.ServeLocal(local); err != nil && !errors.Is(err, net.ErrClosed) {
 			errc <- err
 		}
 	}()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 	var fj mapred.Job // flag values, applied over the file
 	str(&fj.Input, "input", "input `DIR` in PlasmaFS (file::DIR: a local directory, copied into PlasmaFS first)")
 	str(&fj.Output, "output", "output `DIR` in PlasmaFS (must not exist; file::DIR: a local directory, filled at the end)")
-	str(&fj.Work, "work", "work `DIR` in PlasmaFS")
+	str(&fj.Work, "work", "work `DIR` in PlasmaFS (default: "+defaultWork("/OUTPARENT/out")+", beside the output directory)")
 	str(&fj.Log, "log", "log `DIR` in PlasmaFS (default "+mapred.DefaultLog+")")
 	str(&fj.Map, "map", "mapper shell `command`")
 	str(&fj.Reduce, "reduce", "reducer shell `command` (empty: identity)")
@@ -83,6 +84,9 @@ and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 		if set[k] {
 			*p = from[k]
 		}
+	}
+	if j.Work == "" && strings.HasPrefix(j.Output, "/") && path.Clean(j.Output) != "/" {
+		j.Work = defaultWork(j.Output)
 	}
 	if *partitions > 0 {
 		j.Partitions = *partitions
@@ -269,6 +273,13 @@ The first line printed is the address it listens on.`, true)
 	ts.Token, ts.User = token, user
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
 	return ts.Serve(ctx, ln)
+}
+
+// defaultWork is the work directory of a job that names none: beside its
+// output directory, so that it is on the same cluster and the submitter
+// may write there.
+func defaultWork(output string) string {
+	return path.Join(path.Dir(path.Clean(output)), ".plasma-mr-work")
 }
 
 // readToken reads a task server token file ("" for no file).

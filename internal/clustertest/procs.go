@@ -68,6 +68,14 @@ type Proc struct {
 	done chan struct{}
 }
 
+// Pid returns the process id (0 if not started).
+func (p *Proc) Pid() int {
+	if p == nil || p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Running reports whether the process is running.
 func (p *Proc) Running() bool {
 	if p == nil || p.cmd == nil {
@@ -144,12 +152,11 @@ func (c *Procs) start(p *Proc, args ...string) {
 	if err != nil {
 		c.t.Fatalf("log: %v", err)
 	}
-	cmd := exec.Command(c.Bin, args...)
-	if p == c.NN && c.Opts.NamenodeFDLimit > 0 {
-		// prlimit execs the namenode, which keeps its process id.
-		lim := fmt.Sprintf("--nofile=%d:%d", c.Opts.NamenodeFDLimit, c.Opts.NamenodeFDLimit)
-		cmd = exec.Command("prlimit", append([]string{lim, "--", c.Bin}, args...)...)
+	fdLimit := c.Opts.DatanodeFDLimit
+	if p == c.NN {
+		fdLimit = c.Opts.NamenodeFDLimit
 	}
+	cmd := LimitFiles(fdLimit, c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start %v: %v", args, err)
@@ -158,6 +165,17 @@ func (c *Procs) start(p *Proc, args ...string) {
 	p.cmd = cmd
 	p.done = make(chan struct{})
 	go func() { cmd.Wait(); close(p.done) }()
+}
+
+// LimitFiles returns the command running bin with args, limited to
+// nofile open files if nofile > 0 (prlimit execs bin, which keeps its
+// process id).
+func LimitFiles(nofile int, bin string, args ...string) *exec.Cmd {
+	if nofile <= 0 {
+		return exec.Command(bin, args...)
+	}
+	lim := fmt.Sprintf("--nofile=%d:%d", nofile, nofile)
+	return exec.Command("prlimit", append([]string{lim, "--", bin}, args...)...)
 }
 
 // StartNamenode (re)starts the namenode on its address and database. The
@@ -238,6 +256,7 @@ func (c *Procs) StartDatanode(p *Proc) {
 	if c.Opts.DataSecurity != "none" {
 		args = append(args, "-ticket-key", c.TicketKeyFile())
 	}
+	args = append(args, c.Opts.DatanodeArgs...)
 	c.start(p, args...)
 }
 
@@ -251,6 +270,11 @@ func (c *Procs) Kill(p *Proc) {
 // receives is processed until it is killed).
 func (c *Procs) Stop(p *Proc) {
 	p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Continue resumes a process frozen by Stop.
+func (c *Procs) Continue(p *Proc) {
+	p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // Wait waits for a process to exit and returns its exit code.

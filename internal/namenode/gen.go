@@ -69,3 +69,9 @@ func (n *Namenode) newGen() uint64 { return n.gens.last.Add(1) }
 // currentGen returns the generation of a read ticket: at least that of
 // every allocation made so far.
 func (n *Namenode) currentGen() uint64 { return n.gens.last.Load() }
+
+// registrationFloor returns the generation a registering datanode is told:
+// a new one, above the sequence number (auth.Ticket.Seq) of every write
+// and append ticket issued so far, which it refuses from now on (their
+// transactions' revocations may be lost with a restart of either side).
+func (n *Namenode) registrationFloor() uint64 { return n.newGen() }

@@ -27,6 +27,13 @@ type Config struct {
 	Fresh bool
 	// TxnTimeout aborts a transaction that made no request for this long.
 	TxnTimeout time.Duration
+	// LeaseTerm is the length of a directory lease (default
+	// DefaultLeaseTerm): longer saves more lookups to the holder and makes
+	// others' additions to a leased directory wait that much longer. A
+	// namenode waits one term at start-up for its predecessor's leases,
+	// so a term shorter than the predecessor's is safe only once the old
+	// term has passed since the predecessor stopped.
+	LeaseTerm time.Duration
 	// HeartbeatTimeout declares a datanode dead after this long without a
 	// heartbeat (a closed connection declares it dead at once).
 	HeartbeatTimeout time.Duration
@@ -54,7 +61,11 @@ type Config struct {
 	// MaxHandshakesPerSource bounds the connections from one address that
 	// have not finished their handshake (default 64).
 	MaxHandshakesPerSource int
-	IdleTimeout            time.Duration // close a connection silent this long (default 30m)
+	// RequestMemory bounds the bytes of requests arriving (frames larger
+	// than wire.SmallFrame) that all connections together hold (default
+	// 64 MiB, at least wire.MaxFrame).
+	RequestMemory int
+	IdleTimeout   time.Duration // close a connection silent this long (default 30m)
 	// UserAllocLimit bounds the blocks (each replica counted) one user may
 	// hold in uncommitted transactions; 0 means 7/8 of the cluster's blocks.
 	UserAllocLimit uint64
@@ -186,6 +197,10 @@ func New(cfg Config) (*Namenode, error) {
 	if cfg.MaxConnsPerUser == 0 {
 		cfg.MaxConnsPerUser = 256
 	}
+	if cfg.RequestMemory == 0 {
+		cfg.RequestMemory = 64 << 20
+	}
+	cfg.RequestMemory = max(cfg.RequestMemory, wire.MaxFrame)
 	if cfg.MaxHandshakesPerSource == 0 {
 		cfg.MaxHandshakesPerSource = 64
 	}
@@ -197,6 +212,9 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = time.Second
+	}
+	if cfg.LeaseTerm <= 0 {
+		cfg.LeaseTerm = DefaultLeaseTerm
 	}
 	if cfg.SyncCommits == 0 {
 		cfg.SyncCommits = 1000
@@ -220,14 +238,17 @@ func New(cfg Config) (*Namenode, error) {
 		locks:  newLockTable(),
 		txns:   newTxnTable(),
 		nodes:  newNodeRegistry(),
-		leases: newDirLeases(time.Now(), cfg.Fresh),
+		leases: newDirLeases(time.Now(), cfg.LeaseTerm, cfg.Fresh),
 		stop:   make(chan struct{}),
 	}
 	n.gens.raise(firstGen)
 	n.ns = newNamespace(n.locks)
 	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
-		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns)}
+		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser),
+		listen: connlimit.Options{Name: "namenode", Log: n.log, PendingPerSource: cfg.MaxHandshakesPerSource,
+			MaxOpen: cfg.MaxConns + reserveConns + connlimit.DefaultMaxPending},
+		frames: connlimit.NewBudget(cfg.RequestMemory, requestMemoryWait)}
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
 	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inos.next,
 		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
@@ -303,7 +324,12 @@ func New(cfg Config) (*Namenode, error) {
 
 const rootIno = 1
 
-// reserveConns is how far daemons and superusers may go past MaxConns.
+// requestMemoryWait is how long a request arriving waits for
+// Config.RequestMemory before its connection is closed.
+const requestMemoryWait = 10 * time.Second
+
+// reserveConns is how far daemons and superusers may go past MaxConns
+// (the file descriptor limit permitting).
 const reserveConns = 64
 
 // linkFrom records d more (or fewer) names of the inode in directory

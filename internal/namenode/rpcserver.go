@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -37,6 +38,8 @@ type rpcServer struct {
 	lns    []net.Listener
 	conns  map[*conn]struct{}
 	limits *connlimit.Limiter
+	listen connlimit.Options // of the listeners' connlimit.Listener
+	frames *connlimit.Budget // memory for request frames arriving
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
@@ -181,37 +184,16 @@ func (n *Namenode) Serve(ln net.Listener) error {
 }
 
 func (srv *rpcServer) serve(ln net.Listener) error {
+	l := connlimit.Listen(ln, srv.listen)
 	srv.lnMu.Lock()
-	srv.lns = append(srv.lns, ln)
+	srv.lns = append(srv.lns, l)
 	srv.lnMu.Unlock()
-	var backoff connlimit.Backoff
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-srv.stop:
-				return nil
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			srv.log.Warn("accept failed, retrying", "err", err)
-			if !backoff.Wait(srv.stop) {
-				return nil
-			}
-			continue
+			return nil // closed: Accept retries every other error
 		}
-		backoff.Reset()
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
-		}
-		if err := srv.limits.StartHandshake(connlimit.Source(nc)); err != nil {
-			srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", err)
-			nc.Close()
-			continue
-		}
-		go srv.handshake(nc)
+		go srv.handshake(nc) // TCP connections have no Nagle delay by default
 	}
 }
 
@@ -223,11 +205,18 @@ func (srv *rpcServer) handshake(nc net.Conn) {
 		user = who.User
 		privileged = who.Super() || who.Role.Daemon()
 	}
-	if lerr := srv.limits.EndHandshake(connlimit.Source(nc), err == nil, user, privileged); err != nil {
-		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
+	if err != nil {
+		// Closed: the listener made room for newer ones (it logs that).
+		lvl := slog.LevelWarn
+		if errors.Is(err, net.ErrClosed) {
+			lvl = slog.LevelDebug
+		}
+		srv.log.Log(context.Background(), lvl, "connection refused", "remote", nc.RemoteAddr(), "err", err)
 		nc.Close()
 		return
-	} else if lerr != nil {
+	}
+	connlimit.Admit(nc)
+	if lerr := srv.limits.Admit(user, privileged); lerr != nil {
 		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", lerr)
 		c := newConn(sc, who)
 		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + lerr.Error()})
@@ -256,22 +245,19 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.limits.Closed(user)
 		srv.h.connGone(c)
 	}()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
+	fr := wire.FrameReader{R: bufio.NewReaderSize(c.nc, 64<<10), Budget: srv.frames}
+	defer fr.Release()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(srv.idleTimeout))
-		id, payload, nb, err := wire.ReadFrame(r, buf)
-		buf = nb
+		id, payload, err := fr.Read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				srv.log.Debug("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			}
 			return
 		}
-		q, err := wire.DecodeRequest(payload)
-		if cap(buf) > 1<<20 {
-			buf = nil // a large frame's buffer is not kept for the connection's life
-		}
+		q, err := wire.DecodeRequest(payload) // copies what it keeps
+		fr.Release()                          // a large frame's buffer is not kept for the connection's life
 		if err != nil {
 			// The frame was read whole, so the stream is intact: answer
 			// this request and keep the connection (and its transactions).

@@ -71,7 +71,7 @@ func startRPC(t *testing.T) (*rpcServer, *fakeHandler, string) {
 	stop := make(chan struct{})
 	srv := &rpcServer{h: h, security: auth.None, idleTimeout: time.Hour, stop: stop,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), conns: map[*conn]struct{}{},
-		limits: connlimit.New(16, 16, 16, 0)}
+		limits: connlimit.New(16, 16), frames: connlimit.NewBudget(wire.MaxFrame, time.Second)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
