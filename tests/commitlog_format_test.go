@@ -19,7 +19,7 @@ import (
 
 // goldenFormat0 is a namenode data directory written before the commit
 // log had format versions: the checkpoint database with none of the log
-// applied, and the log (see internal/namenode's TestWriteLogFormatGolden).
+// applied, and the log (see internal/namenode's TestLogReplayGivesNamenodeState).
 const goldenFormat0 = "../internal/meta/testdata/logformat0"
 
 // TestNamenodeStartsOnLogFormat0: a namenode process started on the

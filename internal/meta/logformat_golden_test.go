@@ -14,7 +14,7 @@ import (
 
 // TestLogFormatGoldenDecodes: every record of each golden commit log, one
 // per format version (written by the namenode of that version; see
-// internal/namenode's TestWriteLogFormatGolden), decodes to exactly the
+// internal/namenode's TestLogReplayGivesNamenodeState), decodes to exactly the
 // changes it decoded to then (expected-records.txt). Format 0 is the
 // format from before the log had versions.
 func TestLogFormatGoldenDecodes(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 // goldenLogs are the golden data directories, one per commit-log format
 // version: a checkpoint database that holds none of the log, and the log,
 // written by the namenode of that version with every kind of change a
-// commit makes (TestWriteLogFormatGolden). Each must replay, forever, into
+// commit makes (TestLogReplayGivesNamenodeState). Each must replay, forever, into
 // the state its namenode had (expected-state.txt). Format 0 is the format
 // from before the log had versions.
 var goldenLogs = []string{"../meta/testdata/logformat0", "../meta/testdata/logformat1"}
@@ -156,15 +156,46 @@ func dumpSnapshot(s *meta.Snapshot) string {
 	return b.String()
 }
 
-// TestWriteLogFormatGolden writes the golden data directory named by
-// PLASMA_WRITE_GOLDEN (a new directory) with the code of the day: it is
-// run once per log format version (meta.LogFormat), and its output
-// committed as testdata/logformat<version> and added to goldenLogs.
-func TestWriteLogFormatGolden(t *testing.T) {
+// TestLogReplayGivesNamenodeState writes a golden data directory with the
+// code of the day (writeGolden) and checks it: its log, replayed over its
+// checkpoint, gives the state the namenode had. With PLASMA_WRITE_GOLDEN
+// set it writes that directory (a new one) instead of a temporary one: so
+// it is run once per log format version (meta.LogFormat), its output
+// committed as ../meta/testdata/logformat<version> and added to goldenLogs.
+func TestLogReplayGivesNamenodeState(t *testing.T) {
 	out := os.Getenv("PLASMA_WRITE_GOLDEN")
 	if out == "" {
-		return // only when asked: the golden data are committed
+		out = filepath.Join(t.TempDir(), "golden")
 	}
+	writeGolden(t, out)
+	dir := copyGolden(t, out)
+	store, err := meta.OpenSQLite(filepath.Join(dir, "namenode.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := namenode.ReplayLog(store, filepath.Join(dir, "namenode.db.log")); err != nil {
+		t.Fatalf("replay the log: %v", err)
+	}
+	snap, err := store.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(out, "expected-state.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpSnapshot(snap); got != string(want) {
+		t.Errorf("replayed state differs from the namenode's:\n got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// writeGolden writes a golden data directory, out (a new directory): a
+// checkpoint database of a new namespace, the commit log a namenode wrote
+// over it while a client made every kind of change, and the namenode's
+// state (expected-state.txt, from its store once it checkpointed the whole
+// log) and namespace (expected-tree.txt).
+func writeGolden(t *testing.T, out string) {
 	if err := os.Mkdir(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
