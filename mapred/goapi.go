@@ -19,7 +19,7 @@ import (
 type Emit func(key, value []byte) error
 
 // Funcs are a job's functions in Go. A Go-API job is one executable: its
-// main calls Serve first, which turns the process into a task when a task
+// main calls ServeTask first, which turns the process into a task when a task
 // server starts it so, and otherwise submits the job (Job.Use, Run). The
 // task servers run the same executable, at the same path on every host,
 // as the original Plasma required the same executable on every node.
@@ -48,11 +48,20 @@ const defaultCombineMemory = 32 << 20
 // taskArg marks a process started as a task of a Go-API job.
 const taskArg = "__plasmamr_task"
 
-// Serve runs this process as a task and exits if it was started as one
-// (see Funcs); otherwise it returns at once. Call it first in main.
-func (f Funcs) Serve() {
+// ServeTask runs this process as a task if a task server started it so,
+// and reports whether it did, with the task's error. Call it first in
+// main, and return when it was a task (exiting non-zero on an error):
+//
+//	if task, err := funcs.ServeTask(); task {
+//		if err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//		return
+//	}
+func (f Funcs) ServeTask() (bool, error) {
 	if len(os.Args) < 3 || os.Args[1] != taskArg {
-		return
+		return false, nil
 	}
 	parts, _ := strconv.Atoi(os.Getenv("PLASMAMR_PARTITIONS"))
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
@@ -61,10 +70,9 @@ func (f Funcs) Serve() {
 		err = w.Flush()
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s task: %v\n", os.Args[2], err)
-		os.Exit(1)
+		return true, fmt.Errorf("%s task: %w", os.Args[2], err)
 	}
-	os.Exit(0)
+	return true, nil
 }
 
 // Use makes j run f: its map, combine and reduce commands run exe (an

@@ -175,7 +175,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	storeFailed := false
+	defer func() {
+		if !storeFailed {
+			store.Close()
+		}
+	}()
 	if ns, ok := store.(meta.Namespacer); ok && *format {
 		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
 	}
@@ -201,6 +206,13 @@ func cmdNamenode(ctx context.Context, args []string) error {
 		nn.Close()
 		return nil
 	case err := <-errc:
+		if errors.Is(err, namenode.ErrStoreFailed) {
+			// The store's state is unknown: the namenode and the store
+			// are left as a crash would leave them, and the process
+			// exits; a restart reloads what is durable.
+			storeFailed = true
+			return err
+		}
 		nn.Close()
 		return err
 	}

@@ -106,7 +106,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for %s: %d blocks held in uncommitted transactions and %d more would pass the per-user limit of %d (commit first, or raise the namenode's -user-alloc-limit)", who, n.txns.held(tx.user), want, lim)
 	}
 	// On failure the allocator has given back whatever it took.
-	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, newGen())
+	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, n.newGen())
 	var oe *opError
 	if err != nil && want > free && errors.As(err, &oe) && oe.code == wire.ErrCodeNoSpace {
 		return nil, outOfSpace()
@@ -178,7 +178,7 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 	}
 	if n.cfg.TicketKey != nil {
 		exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
-		seq := newGen()
+		seq := n.newGen()
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
 			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: 1, Append: true, From: from, Expiry: exp, Gen: x.Gen, Seq: seq}

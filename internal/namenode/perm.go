@@ -164,7 +164,7 @@ func (n *Namenode) sealTickets(tx *Txn, xs []wire.Extent, write bool, limitIdx, 
 		return xs
 	}
 	exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
-	cur := currentGen()
+	cur := n.currentGen()
 	out := make([]wire.Extent, len(xs))
 	for i, x := range xs {
 		// A write ticket carries its allocation's generation, drawn
@@ -176,7 +176,7 @@ func (n *Namenode) sealTickets(tx *Txn, xs []wire.Extent, write bool, limitIdx, 
 		if write {
 			gen, minGen = x.Gen, 0
 			if gen == 0 {
-				gen = newGen()
+				gen = n.newGen()
 			}
 			seq = gen
 		}

@@ -18,10 +18,10 @@ import (
 
 // rpcServer is the namenode's RPC server: listeners, connections and
 // their limits, handshakes, reading request frames and writing answers,
-// and dispatch of each request to the namenode (requestHandler): commits,
-// sync barriers and the requests that wait outside the lock to their own
-// paths, every other request through the operation table under the
-// namenode lock. It knows nothing of transactions or metadata.
+// and dispatch of each request to the namenode (requestHandler), which
+// runs it through its operation table under the namenode lock; a request
+// that waits for the store is answered by the namenode itself, later
+// (answersLater). It knows nothing of transactions or metadata.
 //
 // Lock discipline: lnMu guards lns and conns; the limiter and the
 // counters are safe for concurrent use. It never takes Namenode.mu
@@ -47,16 +47,12 @@ type rpcServer struct {
 
 // requestHandler is what the server dispatches requests to.
 type requestHandler interface {
-	// handleSafely runs a request answered at once (a panic contained).
+	// handleSafely runs a request (a panic contained): it returns the
+	// answer, or an *answersLater to run once it returned.
 	handleSafely(c *conn, q *wire.Request) (*wire.Response, error)
 	// commit commits c's transaction txID and answers resp (empty when
 	// nil) once durable, or applied if async.
 	commit(c *conn, id, txID uint64, async bool, resp *wire.Response)
-	// syncBarrier answers once everything applied before is durable.
-	syncBarrier(c *conn, id uint64)
-	// serveAsync runs a request that waits outside the lock and answers
-	// it itself.
-	serveAsync(c *conn, id uint64, q *wire.Request)
 	// abortTxn ends c's transaction txID, if open and not committing
 	// (a compound request's change failed).
 	abortTxn(c *conn, txID uint64)
@@ -171,10 +167,21 @@ func (c *conn) writer() {
 	}
 }
 
-// Serve accepts connections on ln until Close. Accept errors (such as
-// running out of file descriptors) are retried with backoff; they never
-// end Serve.
-func (n *Namenode) Serve(ln net.Listener) error { return n.srv.serve(ln) }
+// Serve accepts connections on ln until Close, or until the metadata
+// store fails (then it returns an error matching ErrStoreFailed). Accept
+// errors (such as running out of file descriptors) are retried with
+// backoff; they never end Serve.
+func (n *Namenode) Serve(ln net.Listener) error {
+	if err := n.failed(); err != nil {
+		ln.Close()
+		return err
+	}
+	err := n.srv.serve(ln)
+	if ferr := n.failed(); ferr != nil {
+		return ferr
+	}
+	return err
+}
 
 func (srv *rpcServer) serve(ln net.Listener) error {
 	l := connlimit.Listen(ln, srv.listen)
@@ -262,18 +269,6 @@ func (srv *rpcServer) serveConn(c *conn) {
 		}
 		srv.requests.Add(1)
 		srv.perOp[q.Op].Add(1)
-		if q.Op == wire.OpCommit {
-			srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, nil)
-			continue
-		}
-		if q.Op == wire.OpSync {
-			srv.h.syncBarrier(c, id)
-			continue
-		}
-		if q.Op == wire.OpRegister || q.Op == wire.OpBackup {
-			srv.h.serveAsync(c, id, q)
-			continue
-		}
 		resp, err := srv.h.handleSafely(c, q)
 		var ra *retryAfter
 		if errors.As(err, &ra) {
@@ -293,8 +288,13 @@ func (srv *rpcServer) serveConn(c *conn) {
 }
 
 // finish answers a handled request, or for a compound request commits
-// its transaction (on failure nothing of the transaction remains).
+// its transaction (on failure nothing of the transaction remains), or
+// lets a request that answers itself run.
 func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Response, err error) error {
+	if later, ok := err.(*answersLater); ok {
+		later.run(id)
+		return nil
+	}
 	if q.Flags&wire.FlagCommit != 0 && q.Txn != 0 {
 		if err == nil {
 			if resp == nil {
