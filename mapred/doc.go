@@ -15,7 +15,7 @@
 // spans two tasks) and scheduled on the runner paired with the datanode
 // holding most of a split's blocks. A map task feeds its records to the
 // job's executable (streaming: any program reading records on stdin and
-// writing "key TAB value" lines; or a Go program built with Funcs.Serve,
+// writing "key TAB value" lines; or a Go program built with Funcs.ServeTask,
 // which combines in its own process when it has a combiner), sorts the
 // output by partition and key in a bounded buffer, spills sorted runs to
 // PlasmaFS scratch files, merges them into one file per attempt with a

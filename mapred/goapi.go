@@ -102,7 +102,7 @@ func (j *Job) Use(exe string, f Funcs) error {
 }
 
 // runTask runs one task of kind "map" (args: input format, record size),
-// "combine" or "reduce" over r, writing to w: what Serve does in a task
+// "combine" or "reduce" over r, writing to w: what ServeTask does in a task
 // process. parts is the job's number of partitions.
 func (f Funcs) runTask(kind string, args []string, parts int, r *bufio.Reader, w *bufio.Writer) error {
 	switch kind {
