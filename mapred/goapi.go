@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
 
 // Emit writes one record of a Go-API job's output: a key, which may not
@@ -63,7 +65,7 @@ func (f Funcs) ServeTask() (bool, error) {
 	}
 	parts, _ := strconv.Atoi(os.Getenv("PLASMAMR_PARTITIONS"))
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
-	err := f.RunTask(os.Args[2], os.Args[3:], parts, bufio.NewReaderSize(os.Stdin, 64<<10), w)
+	err := f.runTask(os.Args[2], os.Args[3:], parts, bufio.NewReaderSize(os.Stdin, 64<<10), w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -99,10 +101,10 @@ func (j *Job) Use(exe string, f Funcs) error {
 	return nil
 }
 
-// RunTask runs one task of kind "map" (args: input format, record size),
-// "combine" or "reduce" over r, writing to w: what Serve does in a task
+// runTask runs one task of kind "map" (args: input format, record size),
+// "combine" or "reduce" over r, writing to w: what ServeTask does in a task
 // process. parts is the job's number of partitions.
-func (f Funcs) RunTask(kind string, args []string, parts int, r *bufio.Reader, w *bufio.Writer) error {
+func (f Funcs) runTask(kind string, args []string, parts int, r *bufio.Reader, w *bufio.Writer) error {
 	switch kind {
 	case "map":
 		if len(args) != 2 {
@@ -218,7 +220,7 @@ func readRecords(r *bufio.Reader, format string, size int, fn func([]byte) error
 				return fmt.Errorf("a cut record length: %w", err)
 			}
 			n := binary.BigEndian.Uint32(hdr[:])
-			if n > maxPrefixedRecord {
+			if n > mrexec.MaxPrefixedRecord {
 				return fmt.Errorf("record of %d bytes", n)
 			}
 			rec := make([]byte, n)

@@ -81,41 +81,9 @@ func Main(args []string) int {
 		name, args = name+" "+args[1], args[1:]
 	}
 	for _, c := range commands {
-		if c.name != name {
-			continue
+		if c.name == name {
+			return runCommand("plasma", c, args[1:])
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		// The first Ctrl-C asks for a clean stop; a second one kills.
-		go func() { <-ctx.Done(); stop() }()
-		// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
-		// benchmark notes: go tool pprof -top plasma file); %p in the name
-		// becomes the process id, so a whole cluster can be profiled.
-		if path := os.Getenv("PLASMA_CPUPROFILE"); path != "" {
-			path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
-			if pf, err := os.Create(path); err == nil {
-				pprof.StartCPUProfile(pf)
-				defer func() { pprof.StopCPUProfile(); pf.Close() }()
-			}
-		}
-		err := c.run(ctx, args[1:])
-		switch {
-		case err == nil:
-			return exitOK
-		case errors.Is(err, flag.ErrHelp):
-			return exitOK
-		}
-		var es exitStatus
-		if errors.As(err, &es) {
-			return int(es)
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "plasma %s: %s\nusage: plasma %s %s\n", c.name, escapeText(ue.msg), c.name, c.args)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "plasma %s: %s\n", c.name, oneLine(err))
-		return exitFailure
 	}
 	var near []string
 	base, _, _ := strings.Cut(name, " ")
@@ -131,6 +99,45 @@ func Main(args []string) int {
 		fmt.Fprintf(stderr, "plasma: unknown command %q (see 'plasma help')\n", escapeText(name))
 	}
 	return exitUsage
+}
+
+// runCommand runs command c of program prog (plasma, plasma-bench) with
+// args and returns the exit status: Ctrl-C and SIGTERM cancel its context,
+// a usage error prints one line and the usage line, another error one
+// line.
+func runCommand(prog string, c command, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first Ctrl-C asks for a clean stop; a second one kills.
+	go func() { <-ctx.Done(); stop() }()
+	// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
+	// benchmark notes: go tool pprof -top plasma file); %p in the name
+	// becomes the process id, so a whole cluster can be profiled.
+	if path := os.Getenv("PLASMA_CPUPROFILE"); path != "" {
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+		if pf, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(pf)
+			defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		}
+	}
+	err := c.run(ctx, args)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	var es exitStatus
+	if errors.As(err, &es) {
+		return int(es)
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s %s: %s\nusage: %s %s %s\n", prog, c.name, escapeText(ue.msg), prog, c.name, c.args)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "%s %s: %s\n", prog, c.name, oneLine(err))
+	return exitFailure
 }
 
 // groups are the commands that only name a family of subcommands
@@ -186,6 +193,7 @@ Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 
 type flags struct {
 	*flag.FlagSet
 	name, args, summary string
+	prog                string // the program, if not plasma (plasma-bench)
 	cluster             string
 	namenodes           multiFlag
 	pos                 []string // positional arguments
@@ -284,7 +292,11 @@ func newFlags(name, args, summary string, client bool) *flags {
 
 // printHelp prints the command's usage, summary and options to w.
 func (f *flags) printHelp(w io.Writer) {
-	fmt.Fprintf(w, "usage: plasma %s %s\n\n%s\n\noptions:\n", f.name, f.args, f.summary)
+	prog := f.prog
+	if prog == "" {
+		prog = "plasma"
+	}
+	fmt.Fprintf(w, "usage: %s %s %s\n\n%s\n\noptions:\n", prog, f.name, f.args, f.summary)
 	f.SetOutput(w)
 	f.PrintDefaults()
 	f.SetOutput(io.Discard)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/plasmafs/plasma/internal/datanode"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/namenode"
+	"github.com/plasmafs/plasma/internal/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,55 +27,12 @@ func init() {
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
 
-// parseSize parses sizes such as 1048576, 64K, 1M, 4G, 2T; a value that
-// does not fit in 63 bits is refused, never wrapped.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	u := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "i"))
-	if u != "" {
-		switch u[len(u)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		case 'P':
-			mult = 1 << 50
-		case 'E':
-			mult = 1 << 60
-		}
-		if mult != 1 {
-			u = u[:len(u)-1]
-		}
-	}
-	v, err := strconv.ParseInt(u, 10, 64)
-	switch {
-	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && v > math.MaxInt64/mult:
-		return 0, fmt.Errorf("size %q is too large", s)
-	case err != nil:
-		return 0, fmt.Errorf("bad size %q (use e.g. 65536, 64K, 1M, 4G)", s)
-	case v < 0:
-		return 0, fmt.Errorf("size %q is negative", s)
-	}
-	return v * mult, nil
-}
-
-// sizeString renders n as parseSize accepts it, with the largest unit
-// that divides it.
-func sizeString(n int64) string {
-	for _, u := range []struct {
-		c     byte
-		shift uint
-	}{{'E', 60}, {'P', 50}, {'T', 40}, {'G', 30}, {'M', 20}, {'K', 10}} {
-		if n != 0 && n%(1<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + string(u.c)
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+// parseSize and sizeString are the sizes every flag and job file takes
+// (internal/units).
+var (
+	parseSize  = units.ParseSize
+	sizeString = units.FormatSize
+)
 
 type sizeFlag struct{ v *int64 }
 

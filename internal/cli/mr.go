@@ -11,6 +11,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -147,7 +148,7 @@ and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 		return err
 	}
 	for _, a := range j.TaskServers {
-		r, err := mapred.Dial(ctx, a, c, token)
+		r, err := mrexec.Dial(ctx, a, c, token)
 		if err != nil && auto {
 			// One of the cluster's task servers may be restarting:
 			// the others do the job.
@@ -208,12 +209,12 @@ The first line printed is the address it listens on.`, true)
 	if err != nil {
 		return err
 	}
-	var user *mapred.TaskUser
+	var user *mrexec.TaskUser
 	if *runAs != "" {
 		if os.Geteuid() != 0 {
 			return usagef("-run-as %s: only a task server running as root can run commands as another user", *runAs)
 		}
-		if user, err = mapred.LookupTaskUser(*runAs, *workBase); err != nil {
+		if user, err = mrexec.LookupTaskUser(*runAs, *workBase); err != nil {
 			return err
 		}
 	}
@@ -224,7 +225,7 @@ The first line printed is the address it listens on.`, true)
 	if *credFile != "" {
 		cfg.CredentialFile = *credFile
 	}
-	level := mapred.TaskLevel(cfg.Security)
+	level := mrexec.TaskLevel(cfg.Security)
 	if level != auth.None {
 		if cfg.CredentialFile == "" {
 			return usagef("a task server needs its own credential of role taskserver: -credential FILE (issue one with 'plasma admin user add NAME -taskserver')")
@@ -251,7 +252,7 @@ The first line printed is the address it listens on.`, true)
 		return err
 	}
 	defer ln.Close()
-	w := mapred.Worker{Name: ln.Addr().String()}
+	w := mrexec.Worker{Name: ln.Addr().String()}
 	if *dn != "" {
 		nodes, err := c.Datanodes(ctx)
 		if err != nil {
@@ -266,7 +267,7 @@ The first line printed is the address it listens on.`, true)
 			return fmt.Errorf("-datanode %s: no datanode has that address", *dn)
 		}
 	}
-	ts, err := mapred.NewTaskServer(c, c.Credential(), w, *slots)
+	ts, err := mrexec.NewTaskServer(c, c.Credential(), w, *slots)
 	if err != nil {
 		return err
 	}

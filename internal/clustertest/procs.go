@@ -27,7 +27,8 @@ var (
 )
 
 // Binary returns the path of the plasma binary: $PLASMA_BIN, or one built
-// once per test process from this module.
+// once per test process from this module (with plasma-bench beside it, so
+// that 'plasma bench' finds it).
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -35,28 +36,49 @@ func Binary(t testing.TB) string {
 			binPath = p
 			return
 		}
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir, err := os.MkdirTemp("", "plasma-bin-")
-		if err != nil {
-			buildErr = err
+		var dir string
+		if dir, buildErr = os.MkdirTemp("", "plasma-bin-"); buildErr != nil {
 			return
 		}
 		binPath = filepath.Join(dir, "plasma")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/plasma")
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
+		buildErr = goBuild(binPath, "./cmd/plasma")
+		if buildErr == nil {
+			buildErr = goBuild(filepath.Join(dir, "plasma-bench"), "./cmd/plasma-bench")
 		}
 	})
 	if buildErr != nil {
 		t.Fatalf("build plasma: %v", buildErr)
 	}
 	return binPath
+}
+
+// BenchBinary returns the path of the plasma-bench binary:
+// $PLASMA_BENCH_BIN, or the one beside Binary's plasma (make build and
+// Binary put it there).
+func BenchBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("PLASMA_BENCH_BIN"); p != "" {
+		return p
+	}
+	p := filepath.Join(filepath.Dir(Binary(t)), "plasma-bench")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no plasma-bench beside %s (make build builds both; or set PLASMA_BENCH_BIN): %v", Binary(t), err)
+	}
+	return p
+}
+
+// goBuild builds package pkg of this module into out.
+func goBuild(out, pkg string) error {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // Proc is one daemon process.

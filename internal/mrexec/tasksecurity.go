@@ -1,4 +1,4 @@
-package mapred
+package mrexec
 
 import (
 	"context"

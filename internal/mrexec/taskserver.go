@@ -1,4 +1,4 @@
-package mapred
+package mrexec
 
 import (
 	"bytes"
@@ -215,7 +215,9 @@ func (r *Remote) Alive(ctx context.Context) bool {
 
 // needsDelegation: tasks sent to an authenticated task server carry the
 // job's delegated credential.
-func (r *Remote) needsDelegation() bool { return r.level != auth.None }
+// NeedsDelegation says whether the tasks this runner runs carry the
+// job's delegated credential (a task server at a security level).
+func (r *Remote) NeedsDelegation() bool { return r.level != auth.None }
 
 func (r *Remote) Run(ctx context.Context, t Task) (Result, error) {
 	b, err := json.Marshal(t)

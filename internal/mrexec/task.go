@@ -1,4 +1,4 @@
-package mapred
+package mrexec
 
 import (
 	"bufio"
@@ -73,7 +73,8 @@ type Counters struct {
 	ReduceOutBytes                 int64
 }
 
-func (c *Counters) add(o Counters) {
+// Add adds o to c.
+func (c *Counters) Add(o Counters) {
 	c.MapInRecords += o.MapInRecords
 	c.MapInBytes += o.MapInBytes
 	c.MapOutRecords += o.MapOutRecords

@@ -1,4 +1,4 @@
-package mapred
+package mrexec
 
 import (
 	"bufio"
@@ -29,15 +29,6 @@ func (f RecordFormat) String() string {
 		return ".var"
 	}
 	return "text"
-}
-
-// splitFormat is the record format of input file name in job j: the
-// job's, or under input format "auto" the one the name's suffix names.
-func splitFormat(j Job, name string) (RecordFormat, error) {
-	if j.InputFormat == FormatAuto {
-		return FormatOfName(name)
-	}
-	return RecordFormat{Kind: j.InputFormat, Size: j.RecordSize}, nil
 }
 
 // FormatOfName returns the record format the file name's suffix names.
@@ -81,8 +72,8 @@ func recordReader(r io.Reader, f RecordFormat) func() ([]byte, error) {
 				return nil, err
 			}
 			n := binary.BigEndian.Uint32(hdr[:])
-			if n > maxPrefixedRecord {
-				return nil, fmt.Errorf("record length %d exceeds the limit of %d", n, maxPrefixedRecord)
+			if n > MaxPrefixedRecord {
+				return nil, fmt.Errorf("record length %d exceeds the limit of %d", n, MaxPrefixedRecord)
 			}
 			buf = append(buf[:0], make([]byte, n)...)
 			if _, err := io.ReadFull(br, buf); err != nil {

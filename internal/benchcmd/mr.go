@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/cli"
+	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -25,7 +28,7 @@ import (
 // same pipeline run locally and a one-thread awk word count, in the same
 // run on the same data.
 func cmdBenchMR(ctx context.Context, args []string) error {
-	f := newFlags("bench mr", "[-size BYTES] [-slots N | -taskserver ADDR...] [options]",
+	f := cli.NewFlags(prog, "mr", "[-size BYTES] [-slots N | -taskserver ADDR...] [options]",
 		`Word count of generated text (skewed word frequencies) as a streaming MapReduce job
 (mapper: awk printing "word TAB 1"; reducer: cut -f1 | uniq -c), beside two references run
 on a local copy of the same text: the same pipeline as one local shell pipeline
@@ -35,41 +38,32 @@ the same word count also runs as a Go-API job (an executable like tests/testdata
 -input, -output and -partitions), and with PySpark installed (pip install pyspark) a PySpark
 local[2] word count of the local copy runs as a third reference; both outputs are checked too.`, true)
 	var size int64 = 200 << 20
-	f.sizeRange(&size, "size", 1<<20, 1<<40, "bytes of text")
+	f.SizeRange(&size, "size", 1<<20, 1<<40, "bytes of text")
 	var split int64 = 32 << 20
-	f.sizeRange(&split, "split-size", 64<<10, 1<<40, "input bytes per map task")
+	f.SizeRange(&split, "split-size", 64<<10, 1<<40, "input bytes per map task")
 	var sortBuf int64 = 64 << 20
-	f.sizeRange(&sortBuf, "sort-buffer", 64<<10, 1<<40, "memory per task for sorting")
-	slots := f.intRange("slots", runtime.NumCPU(), 1, 1024, "in-process task slots (without -taskserver)")
-	parts := f.intRange("partitions", runtime.NumCPU(), 1, 10000, "reduce tasks")
-	var servers multiFlag
+	f.SizeRange(&sortBuf, "sort-buffer", 64<<10, 1<<40, "memory per task for sorting")
+	slots := f.IntRange("slots", runtime.NumCPU(), 1, 1024, "in-process task slots (without -taskserver)")
+	parts := f.IntRange("partitions", runtime.NumCPU(), 1, 10000, "reduce tasks")
+	var servers cli.MultiFlag
 	f.Var(&servers, "taskserver", "task server `host:port` (repeatable)")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "task servers' token `file`")
 	localDir := f.String("localdir", os.TempDir(), "directory for the local copy")
 	dir := f.String("dir", "/bench-mr", "PlasmaFS directory for the benchmark (removed afterwards)")
 	sortMode := f.Bool("sort", false, "instead: a TeraSort-style sort of 100-byte records (-size bytes) as an identity job with one\npartition, beside LC_ALL=C sort --parallel=2 of the same records; the outputs must be equal")
 	goJob := f.String("go-job", "", "a Go-API word count `executable` to run as well (e.g. built from tests/testdata/gowc)")
-	if err := f.parse(args); err != nil {
+	if err := f.Parse(args); err != nil {
 		return err
 	}
-	c, err := f.connect(ctx)
+	c, err := f.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	token, err := readToken(*tokenFile)
+	runners, err := dialRunners(ctx, c, servers, *tokenFile)
 	if err != nil {
 		return err
 	}
-	var runners []mapred.Runner
-	for _, a := range servers {
-		r, err := mapred.Dial(ctx, a, c, token)
-		if err != nil {
-			return err
-		}
-		runners = append(runners, r)
-	}
-
 	if *sortMode {
 		return benchSort(ctx, c, size, *dir, *localDir, split, sortBuf, *slots, runners)
 	}
@@ -82,12 +76,93 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 		return fmt.Errorf("%s exists; remove it or pick another -dir", *dir)
 	}
 	defer removeBenchDir(context.WithoutCancel(ctx), c, *dir)
-	putStart := time.Now()
-	if err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-		if _, err := tx.MkdirAll(ctx, *dir+"/in", 0o755); err != nil {
+	putTime, err := putText(ctx, c, local, *dir+"/in/text")
+	if err != nil {
+		return err
+	}
+	// References first (they warm the local copy's pages, which the job
+	// does not read).
+	refs, err := wordCountReferences(ctx, local)
+	if err != nil {
+		return err
+	}
+	j := mapred.Job{Name: "bench-wordcount", Input: *dir + "/in", Output: *dir + "/out", Work: *dir + "/work", Log: *dir + "/log",
+		Map: `awk '{for (i = 1; i <= NF; i++) print $i "\t1"}'`, Reduce: `cut -f1 | uniq -c`,
+		Partitions: *parts, SplitSize: split, SortBuffer: sortBuf, LocalSlots: *slots}
+	rep, err := mapred.Run(ctx, c, j, mapred.Options{Runners: runners})
+	if err != nil {
+		if rep != nil {
+			fmt.Fprint(stdout, rep.Text())
+		}
+		return err
+	}
+	got, err := readParts(ctx, c, j.Output, *parts)
+	if err != nil {
+		return err
+	}
+	if err := sameLines(got, refs.want); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("%d local slots", *slots)
+	if len(runners) > 0 {
+		where = fmt.Sprintf("%d task servers", len(runners))
+	}
+	line := func(name string, d time.Duration) {
+		fmt.Fprintf(stdout, "%-44s %9.2f s %8.1f MB/s\n", name, d.Seconds(), float64(size)/1e6/d.Seconds())
+	}
+	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", cli.Human(uint64(size)), runtime.NumCPU())
+	line("plasma put (not part of the job)", putTime)
+	line("local awk | LC_ALL=C sort | uniq -c", refs.pipe)
+	line("local awk hash count, one thread", refs.awk)
+	line("plasma mr, streaming, "+where, rep.Wallclock)
+	fmt.Fprintf(stdout, "ratio job / local pipeline: %.2f\nratio job / one-thread awk: %.2f\n", rep.Wallclock.Seconds()/refs.pipe.Seconds(), rep.Wallclock.Seconds()/refs.awk.Seconds())
+	if *goJob != "" {
+		d, err := runGoJob(ctx, c, *goJob, *dir, *parts, refs.want)
+		if err != nil {
 			return err
 		}
-		dst, err := tx.CreateFile(ctx, *dir+"/in/text", client.CreateOptions{Rep: 1})
+		line("plasma mr, Go-API job (combiner), "+where, d)
+		fmt.Fprintf(stdout, "ratio Go job / one-thread awk: %.2f (goal ≤ 1.5)\n", d.Seconds()/refs.awk.Seconds())
+	}
+	if d, err := pysparkCount(ctx, local, len(refs.want)); err != nil {
+		fmt.Fprintf(stdout, "PySpark local[2] reference: %v\n", err)
+	} else {
+		line("PySpark local[2] word count (local copy)", d)
+		fmt.Fprintf(stdout, "ratio streaming job / PySpark: %.2f\n", rep.Wallclock.Seconds()/d.Seconds())
+	}
+	fmt.Fprintf(stdout, "namenode commits: %d by the job, %.2f per second, %.3f per core-second\n\n", rep.JobCommits,
+		float64(rep.JobCommits)/rep.Wallclock.Seconds(), float64(rep.JobCommits)/rep.Wallclock.Seconds()/float64(runtime.NumCPU()))
+	fmt.Fprint(stdout, rep.Text())
+	return nil
+}
+
+// dialRunners connects to the task servers (none: the job runs in this
+// process).
+func dialRunners(ctx context.Context, c *client.Client, servers []string, tokenFile string) ([]mrexec.Runner, error) {
+	token, err := cli.ReadToken(tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	var runners []mrexec.Runner
+	for _, a := range servers {
+		r, err := mrexec.Dial(ctx, a, c, token)
+		if err != nil {
+			return nil, err
+		}
+		runners = append(runners, r)
+	}
+	return runners, nil
+}
+
+// putText copies the local file into PlasmaFS file to (one replica, its
+// directory created) in one transaction and returns how long it took.
+func putText(ctx context.Context, c *client.Client, local, to string) (time.Duration, error) {
+	start := time.Now()
+	err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		if _, err := tx.MkdirAll(ctx, path.Dir(to), 0o755); err != nil {
+			return err
+		}
+		dst, err := tx.CreateFile(ctx, to, client.CreateOptions{Rep: 1})
 		if err != nil {
 			return err
 		}
@@ -100,42 +175,40 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 			return err
 		}
 		return dst.Close()
-	}); err != nil {
-		return err
-	}
-	putTime := time.Since(putStart)
+	})
+	return time.Since(start), err
+}
 
-	mapper := `awk '{for (i = 1; i <= NF; i++) print $i "\t1"}'`
-	reducer := `cut -f1 | uniq -c`
-	// References first (they warm the local copy's pages, which the job
-	// does not read).
-	pipeStart := time.Now()
-	pipeOut, err := exec.CommandContext(ctx, "sh", "-c", `awk '{for (i = 1; i <= NF; i++) print $i}' "$1" | LC_ALL=C sort | uniq -c`, "sh", local).Output()
+// wordCounts are the local references of the word count: the sorted
+// lines the job must produce, and the times of the pipeline and of awk.
+type wordCounts struct {
+	want      []string
+	pipe, awk time.Duration
+}
+
+// wordCountReferences counts the words of the local file with a shell
+// pipeline (awk | sort | uniq -c, whose output the job's must equal) and
+// with one awk process.
+func wordCountReferences(ctx context.Context, local string) (wordCounts, error) {
+	var r wordCounts
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "sh", "-c", `awk '{for (i = 1; i <= NF; i++) print $i}' "$1" | LC_ALL=C sort | uniq -c`, "sh", local).Output()
 	if err != nil {
-		return fmt.Errorf("reference pipeline: %w", err)
+		return r, fmt.Errorf("reference pipeline: %w", err)
 	}
-	pipeTime := time.Since(pipeStart)
-	awkStart := time.Now()
+	r.pipe = time.Since(start)
+	start = time.Now()
 	if _, err := exec.CommandContext(ctx, "sh", "-c", `awk '{for (i = 1; i <= NF; i++) n[$i]++} END {for (w in n) print n[w], w}' "$1" >/dev/null`, "sh", local).Output(); err != nil {
-		return fmt.Errorf("reference awk: %w", err)
+		return r, fmt.Errorf("reference awk: %w", err)
 	}
-	awkTime := time.Since(awkStart)
+	r.awk = time.Since(start)
+	r.want = strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	sort.Strings(r.want)
+	return r, nil
+}
 
-	j := mapred.Job{Name: "bench-wordcount", Input: *dir + "/in", Output: *dir + "/out", Work: *dir + "/work", Log: *dir + "/log",
-		Map: mapper, Reduce: reducer, Partitions: *parts, SplitSize: split, SortBuffer: sortBuf, LocalSlots: *slots}
-	rep, err := mapred.Run(ctx, c, j, mapred.Options{Runners: runners})
-	if err != nil {
-		if rep != nil {
-			fmt.Fprint(stdout, rep.Text())
-		}
-		return err
-	}
-	got, err := readParts(ctx, c, j.Output, *parts)
-	if err != nil {
-		return err
-	}
-	want := strings.Split(strings.TrimSuffix(string(pipeOut), "\n"), "\n")
-	sort.Strings(want)
+// sameLines checks the job's output lines against the pipeline's.
+func sameLines(got, want []string) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("job output has %d lines, the local pipeline %d", len(got), len(want))
 	}
@@ -144,44 +217,13 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 			return fmt.Errorf("job output differs from the local pipeline: %q vs %q", got[i], want[i])
 		}
 	}
-	mb := float64(size) / 1e6
-	line := func(name string, d time.Duration) {
-		fmt.Fprintf(stdout, "%-44s %9.2f s %8.1f MB/s\n", name, d.Seconds(), mb/d.Seconds())
-	}
-	where := fmt.Sprintf("%d local slots", *slots)
-	if len(runners) > 0 {
-		where = fmt.Sprintf("%d task servers", len(runners))
-	}
-	fmt.Fprintf(stdout, "word count of %s of generated text (%d CPUs); job output equals the local pipeline's\n", human(uint64(size)), runtime.NumCPU())
-	line("plasma put (not part of the job)", putTime)
-	line("local awk | LC_ALL=C sort | uniq -c", pipeTime)
-	line("local awk hash count, one thread", awkTime)
-	line("plasma mr, streaming, "+where, rep.Wallclock)
-	fmt.Fprintf(stdout, "ratio job / local pipeline: %.2f\nratio job / one-thread awk: %.2f\n", rep.Wallclock.Seconds()/pipeTime.Seconds(), rep.Wallclock.Seconds()/awkTime.Seconds())
-	if *goJob != "" {
-		d, err := runGoJob(ctx, c, *goJob, *dir, *parts, want)
-		if err != nil {
-			return err
-		}
-		line("plasma mr, Go-API job (combiner), "+where, d)
-		fmt.Fprintf(stdout, "ratio Go job / one-thread awk: %.2f (goal ≤ 1.5)\n", d.Seconds()/awkTime.Seconds())
-	}
-	if d, err := pysparkCount(ctx, local, len(want)); err != nil {
-		fmt.Fprintf(stdout, "PySpark local[2] reference: %v\n", err)
-	} else {
-		line("PySpark local[2] word count (local copy)", d)
-		fmt.Fprintf(stdout, "ratio streaming job / PySpark: %.2f\n", rep.Wallclock.Seconds()/d.Seconds())
-	}
-	fmt.Fprintf(stdout, "namenode commits: %d by the job, %.2f per second, %.3f per core-second\n\n", rep.JobCommits,
-		float64(rep.JobCommits)/rep.Wallclock.Seconds(), float64(rep.JobCommits)/rep.Wallclock.Seconds()/float64(runtime.NumCPU()))
-	fmt.Fprint(stdout, rep.Text())
 	return nil
 }
 
 // benchSort sorts size bytes of 100-byte records (99 random letters and a
 // newline, as the original's sort benchmark used 100-byte lines) with an
 // identity job of one partition, and the same local copy with GNU sort.
-func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir string, split, sortBuf int64, slots int, runners []mapred.Runner) error {
+func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir string, split, sortBuf int64, slots int, runners []mrexec.Runner) error {
 	local := filepath.Join(localDir, fmt.Sprintf("plasma-bench-sort-%d", os.Getpid()))
 	defer os.Remove(local)
 	defer os.Remove(local + ".sorted")

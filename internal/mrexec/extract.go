@@ -1,4 +1,4 @@
-package mapred
+package mrexec
 
 import (
 	"bytes"
@@ -21,7 +21,8 @@ const (
 	ExtractKey = "key"
 )
 
-func validExtractMode(m string) error {
+// ValidExtractMode checks an extract mode ("" is the default).
+func ValidExtractMode(m string) error {
 	switch m {
 	case "", ExtractKeyTabValue, ExtractKeyTabPartition, ExtractKey:
 		return nil

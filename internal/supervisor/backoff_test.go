@@ -1,4 +1,4 @@
-package cli
+package supervisor
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 // time brings it back to the minimum, and it grows again from there.
 func TestRestartBackoffStartsOver(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
-	p := restartPolicy{min: 250 * time.Millisecond, max: 30 * time.Second, stable: 10 * time.Second}
+	p := RestartPolicy{Min: 250 * time.Millisecond, Max: 30 * time.Second, Stable: 10 * time.Second}
 	b := newRestartBackoff(p, clock.now)
 	run := func(d time.Duration) time.Duration {
 		b.start()
@@ -30,16 +30,16 @@ func TestRestartBackoffStartsOver(t *testing.T) {
 			t.Fatalf("death %d after a short run: delay %v, want %v", i+1, got, w)
 		}
 	}
-	if got := run(p.stable); got != p.min {
-		t.Fatalf("death after running %v (the stable time): delay %v, want %v", p.stable, got, p.min)
+	if got := run(p.Stable); got != p.Min {
+		t.Fatalf("death after running %v (the stable time): delay %v, want %v", p.Stable, got, p.Min)
 	}
-	if got := run(time.Second); got != 2*p.min {
-		t.Fatalf("quick death after the reset: delay %v, want %v", got, 2*p.min)
+	if got := run(time.Second); got != 2*p.Min {
+		t.Fatalf("quick death after the reset: delay %v, want %v", got, 2*p.Min)
 	}
-	if got := b.startFailed(); got != 4*p.min {
-		t.Fatalf("failed start: delay %v, want %v", got, 4*p.min)
+	if got := b.startFailed(); got != 4*p.Min {
+		t.Fatalf("failed start: delay %v, want %v", got, 4*p.Min)
 	}
-	if got := run(time.Hour); got != p.min {
-		t.Fatalf("death after a long run: delay %v, want %v", got, p.min)
+	if got := run(time.Hour); got != p.Min {
+		t.Fatalf("death after a long run: delay %v, want %v", got, p.Min)
 	}
 }
