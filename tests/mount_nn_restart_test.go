@@ -1,11 +1,17 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,10 +35,14 @@ func TestMountWaitsOutNamenodeRestart(t *testing.T) {
 	mustOK(t, "write cat file", os.WriteFile(m.Path("cat"), catData, 0o644))
 	heldData := randBytes(200000, 72)
 	mustOK(t, "write held file", os.WriteFile(m.Path("held"), heldData, 0o644))
-	held, err := os.Open(m.Path("held"))
+	// O_DIRECT: its reads reach the mount, not the page cache.
+	held, err := os.OpenFile(m.Path("held"), os.O_RDONLY|syscall.O_DIRECT, 0)
 	mustOK(t, "open held file", err)
-	defer held.Close()
+	defer func() { held.Close() }()
 
+	rwData := randBytes(300000, 73)
+	mustOK(t, "write rw file", os.WriteFile(m.Path("rw"), rwData, 0o644))
+	rw := startHolder(t, m.Path("rw"))
 	src := filepath.Join(t.TempDir(), "src")
 	type worker struct {
 		name string
@@ -63,6 +73,15 @@ func TestMountWaitsOutNamenodeRestart(t *testing.T) {
 			return nil
 		}},
 		{"read of an open file", func(i int) error {
+			if i%10 == 9 {
+				// Opened again: its first read begins a transaction.
+				held.Close()
+				f, err := os.OpenFile(m.Path("held"), os.O_RDONLY|syscall.O_DIRECT, 0)
+				if err != nil {
+					return err
+				}
+				held = f
+			}
 			off := int64(i*40009) % int64(len(heldData)-4096)
 			b := make([]byte, 4096)
 			n, err := held.ReadAt(b, off)
@@ -73,6 +92,16 @@ func TestMountWaitsOutNamenodeRestart(t *testing.T) {
 				return fmt.Errorf("pread at %d returned other bytes", off)
 			}
 			return nil
+		}},
+		{"write and read of a file open for writing", func(i int) error {
+			off := (i * 7919) % (len(rwData) - 3000)
+			p := randBytes(3000, uint64(5000+i))
+			if err := rw.write(off, p); err != nil {
+				return err
+			}
+			copy(rwData[off:], p)
+			at := (off + 50000) % (len(rwData) - 8192)
+			return rw.check(at, rwData[at:at+8192])
 		}},
 		{"write and close", func(i int) error {
 			// cp writes and closes: a file open for writing in this test
@@ -154,6 +183,114 @@ func TestMountWaitsOutNamenodeRestart(t *testing.T) {
 			if done[w].Load() < after[w] {
 				t.Fatalf("restart %d: %s made no progress after the restart", round+1, workers[w].name)
 			}
+		}
+	}
+	// The writes through the file kept open are all there once it closes.
+	mustOK(t, "close the file open for writing", rw.close())
+	got, err := os.ReadFile(m.Path("rw"))
+	mustOK(t, "read rw file", err)
+	if !bytes.Equal(got, rwData) {
+		t.Fatalf("the file written while open across the restarts: %s", describeDiff(got, rwData))
+	}
+}
+
+// holder is a child process holding a file of the mount open for reading
+// and writing, which the test has write and read. The test process itself
+// must not have a file of the mount open for writing while it restarts
+// the namenode: the exec closes the descriptor in the new process, and
+// that close commits the file's writes, waiting for the namenode it is
+// starting.
+type holder struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startHolder(t *testing.T, path string) *holder {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestOpenFileHolder$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PLASMA_TEST_HOLD="+path)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	mustOK(t, "holder stdin", err)
+	out, err := cmd.StdoutPipe()
+	mustOK(t, "holder stdout", err)
+	mustOK(t, "start holder", cmd.Start())
+	h := &holder{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	t.Cleanup(func() { h.in.Close(); h.cmd.Process.Kill(); h.cmd.Wait() })
+	if err := h.ask("ping"); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	return h
+}
+
+// ask sends one request and waits for its answer ("ok" or an error).
+func (h *holder) ask(req string) error {
+	if _, err := fmt.Fprintln(h.in, req); err != nil {
+		return err
+	}
+	for h.out.Scan() {
+		line := h.out.Text()
+		if line == "ok" {
+			return nil
+		}
+		if msg, ok := strings.CutPrefix(line, "error "); ok {
+			return errors.New(msg)
+		}
+	}
+	return fmt.Errorf("holder process ended: %v", h.out.Err())
+}
+
+func (h *holder) write(off int, p []byte) error {
+	return h.ask(fmt.Sprintf("write %d %x", off, p))
+}
+
+func (h *holder) check(off int, want []byte) error {
+	return h.ask(fmt.Sprintf("check %d %x", off, want))
+}
+
+func (h *holder) close() error { return h.ask("close") }
+
+// TestOpenFileHolder is the holder process of TestMountWaitsOutNamenodeRestart
+// (with PLASMA_TEST_HOLD set); on its own it does nothing. It opens the
+// file, then serves requests from stdin: "write OFF HEX" (pwrite), "check
+// OFF HEX" (pread, compared), "close", "ping"; each is answered "ok" or
+// "error MESSAGE".
+func TestOpenFileHolder(t *testing.T) {
+	path := os.Getenv("PLASMA_TEST_HOLD")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	for in.Scan() {
+		var err error
+		switch op := strings.Fields(in.Text()); {
+		case len(op) == 1 && op[0] == "ping":
+		case len(op) == 1 && op[0] == "close":
+			err = f.Close()
+		case len(op) == 3 && (op[0] == "write" || op[0] == "check"):
+			off, _ := strconv.ParseInt(op[1], 10, 64)
+			p, _ := hex.DecodeString(op[2])
+			if op[0] == "write" {
+				_, err = f.WriteAt(p, off)
+				break
+			}
+			got := make([]byte, len(p))
+			if _, err = f.ReadAt(got, off); err == nil && !bytes.Equal(got, p) {
+				err = fmt.Errorf("pread at %d: %s", off, describeDiff(got, p))
+			}
+		default:
+			err = fmt.Errorf("bad request %q", in.Text())
+		}
+		if err != nil {
+			fmt.Printf("error %v\n", err)
+		} else {
+			fmt.Println("ok")
 		}
 	}
 }
