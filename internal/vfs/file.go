@@ -48,6 +48,9 @@ type fileState struct {
 	redo      []change
 	redoBytes int
 	redoFull  bool
+	// lostErr: uncommitted writes were lost (redoFull); every operation
+	// fails with it until a commit (close, fsync) reports it.
+	lostErr error
 }
 
 // change is a write (data at off) or, with data nil, a size change to off.
@@ -114,6 +117,9 @@ func (st *fileState) open() error {
 	}
 	if st.gone {
 		return ErrStale
+	}
+	if st.lostErr != nil {
+		return st.lostErr
 	}
 	tx, err := st.v.c.Begin(st.v.bg)
 	if err != nil {
@@ -199,8 +205,8 @@ func (st *fileState) run(ctx context.Context, fn func() error) error {
 		}
 		if st.dirty && st.redoFull {
 			st.drop()
-			st.forget()
-			return fmt.Errorf("uncommitted writes of inode %d (more than %d MiB since the last close or fsync) were lost with the namenode connection: %w", st.ino, maxRedo>>20, err)
+			st.lostErr = fmt.Errorf("uncommitted writes of inode %d (more than %d MiB since the last close or fsync) were lost with the namenode connection: %w", st.ino, maxRedo>>20, err)
+			return st.lostErr
 		}
 		if down.IsZero() {
 			down = time.Now()
@@ -242,6 +248,11 @@ func (st *fileState) commit(ctx context.Context, durable bool) error {
 		return nil
 	}
 	defer st.v.invalidate(st.ino)
+	if err := st.lostErr; err != nil {
+		st.lostErr = nil
+		st.forget()
+		return err
+	}
 	return st.run(ctx, func() error {
 		tx, f := st.tx, st.f
 		var err error
