@@ -43,6 +43,7 @@ type Client struct {
 	closed  bool
 	dialErr error     // of the last failed reconnection
 	dialAt  time.Time // when it failed
+	reconAt time.Time // when the connection was last replaced
 
 	stopOnce      sync.Once
 	stopKeepalive chan struct{}
@@ -176,6 +177,16 @@ func (c *Client) conn() (*rpc.Conn, uint64) {
 	return c.nn, c.gen
 }
 
+// ReconnectedAt returns when the broken namenode connection was last
+// replaced (zero if never). Right after, a restarted namenode may not know
+// its datanodes yet: it refuses allocations and creates with
+// ErrUnavailable until they register again.
+func (c *Client) ReconnectedAt() time.Time {
+	c.nnMu.Lock()
+	defer c.nnMu.Unlock()
+	return c.reconAt
+}
+
 // redialPause is how long after a failed reconnection reconnect fails
 // again at once, without dialing.
 const redialPause = 20 * time.Millisecond
@@ -203,7 +214,7 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 			continue
 		}
 		c.reqBase += c.nn.Requests()
-		c.nn, c.dialErr = nn, nil
+		c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
 		c.gen++
 		return nil
 	}

@@ -44,12 +44,17 @@ func TestMountWaitsOutNamenodeRestart(t *testing.T) {
 	mustOK(t, "write rw file", os.WriteFile(m.Path("rw"), rwData, 0o644))
 	rw := startHolder(t, m.Path("rw"))
 	src := filepath.Join(t.TempDir(), "src")
+	var created atomic.Int64
 	type worker struct {
 		name string
 		op   func(i int) error
 	}
 	workers := []worker{
 		{"touch", func(i int) error {
+			// A new name (a create) and an existing one (a utimes).
+			if err := runProgram("touch", m.Path(fmt.Sprintf("new-%d", created.Add(1)))); err != nil {
+				return err
+			}
 			return runProgram("touch", m.Path(fmt.Sprintf("touched-%d", i%8)))
 		}},
 		{"cat", func(i int) error {

@@ -182,8 +182,8 @@ func (st *fileState) forget() {
 // from a namenode just restarted to which the datanodes have not
 // registered again yet (no live datanode to allocate blocks on): the
 // transaction is to be given up and its changes made again in a new one.
-func lost(tx *client.Txn, err error) bool {
-	return client.ConnLost(err) || (tx != nil && tx.Lost()) || errors.Is(err, client.ErrUnavailable)
+func (st *fileState) lost(tx *client.Txn, err error) bool {
+	return client.ConnLost(err) || (tx != nil && tx.Lost()) || st.v.datanodesReturning(err)
 }
 
 // run opens the file (see open) and runs fn on it. When the namenode loses
@@ -200,7 +200,7 @@ func (st *fileState) run(ctx context.Context, fn func() error) error {
 		if err == nil {
 			err = fn()
 		}
-		if err == nil || !lost(tx, err) || ctx.Err() != nil {
+		if err == nil || !st.lost(tx, err) || ctx.Err() != nil {
 			return err
 		}
 		if st.dirty && st.redoFull {
@@ -265,7 +265,7 @@ func (st *fileState) commit(ctx context.Context, durable bool) error {
 		// the commit itself (one round trip); the file is closed after.
 		f.Close()
 		st.tx, st.f = nil, nil
-		if err == nil || !lost(tx, err) {
+		if err == nil || !st.lost(tx, err) {
 			st.forget()
 		}
 		return err
@@ -533,7 +533,7 @@ func (st *fileState) read(ctx context.Context, p []byte, off int64) (int, error)
 		if err == io.EOF {
 			err = nil
 		}
-		if err == nil || !lost(tx, err) {
+		if err == nil || !st.lost(tx, err) {
 			return n, err
 		}
 	} else {
