@@ -51,8 +51,11 @@ func TestFsx(t *testing.T) {
 			})
 			t.Run("mount", func(t *testing.T) {
 				m := startMount(t, c)
+				cl := c.Client(client.Config{})
+				defer cl.Close()
 				for _, seed := range seeds {
-					runFsx(t, newMountFsx(t, m.Path(fmt.Sprintf("fsx-%d", seed))), seed, int(bs), 200)
+					name := fmt.Sprintf("mount-fsx-%d", seed)
+					runFsx(t, newMountFsx(t, m.Path(name), cl, "/"+name), seed, int(bs), 200)
 				}
 			})
 		})
@@ -78,6 +81,9 @@ type fsxTarget interface {
 	// fresh also reads them through a new open (of another transaction
 	// where the target has them).
 	contents(fresh bool) (size int64, b []byte, err error)
+	// committed returns the bytes another client reads (what fsync and
+	// the last close committed).
+	committed() ([]byte, error)
 	close() error
 }
 
@@ -189,6 +195,15 @@ func runFsx(t *testing.T, target fsxTarget, seed uint64, bs, ops int) {
 		if err != nil {
 			fail("operation %d: %v", i, err)
 		}
+		if op := log[len(log)-1]; strings.Contains(op, "fsync") || strings.Contains(op, "close both") {
+			b, err := target.committed()
+			if err != nil {
+				fail("read of the committed file after operation %d: %v", i, err)
+			}
+			if !bytes.Equal(b, model) {
+				fail("after operation %d, another client reads: %s", i, describeDiff(b, model))
+			}
+		}
 		size, b, err := target.contents(i%4 == 3)
 		if err != nil {
 			fail("read after operation %d: %v", i, err)
@@ -222,13 +237,16 @@ func describeDiff(got, want []byte) string {
 
 // mountFsx is a file in the FUSE mount, open twice (O_RDWR).
 type mountFsx struct {
-	path string
-	h    [2]*os.File
+	t     *testing.T
+	path  string
+	h     [2]*os.File
+	cl    *client.Client // another client of the cluster
+	cpath string         // the file's path in PlasmaFS
 }
 
-func newMountFsx(t *testing.T, path string) *mountFsx {
+func newMountFsx(t *testing.T, path string, cl *client.Client, cpath string) *mountFsx {
 	t.Helper()
-	m := &mountFsx{path: path}
+	m := &mountFsx{t: t, path: path, cl: cl, cpath: cpath}
 	mustOK(t, "create", os.WriteFile(path, nil, 0o644))
 	for i := range m.h {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -326,6 +344,8 @@ func (m *mountFsx) contents(fresh bool) (int64, []byte, error) {
 	}
 	return st.Size(), b, nil
 }
+
+func (m *mountFsx) committed() ([]byte, error) { return readWhole(m.t, m.cl, m.cpath), nil }
 
 func (m *mountFsx) close() error {
 	var errs []error
@@ -468,6 +488,13 @@ func (l *libFsx) contents(fresh bool) (int64, []byte, error) {
 		}
 	}
 	return size, b, nil
+}
+
+func (l *libFsx) committed() ([]byte, error) {
+	if l.tx != nil {
+		return nil, fmt.Errorf("the transaction is still open")
+	}
+	return readWhole(l.t, l.cl, l.path), nil
 }
 
 func (l *libFsx) close() error {
