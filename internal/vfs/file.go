@@ -183,7 +183,16 @@ func (st *fileState) forget() {
 // registered again yet (no live datanode to allocate blocks on): the
 // transaction is to be given up and its changes made again in a new one.
 func (st *fileState) lost(tx *client.Txn, err error) bool {
-	return client.ConnLost(err) || (tx != nil && tx.Lost()) || st.v.datanodesReturning(err)
+	if client.ConnLost(err) || st.v.datanodesReturning(err) {
+		return true
+	}
+	var answer *client.Error
+	if errors.As(err, &answer) && !errors.Is(err, client.ErrTxn) {
+		// The namenode answered (a conflict, say): that stands, whatever
+		// happened to the connection since.
+		return false
+	}
+	return tx != nil && tx.Lost()
 }
 
 // run opens the file (see open) and runs fn on it. When the namenode loses
