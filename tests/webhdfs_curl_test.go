@@ -102,4 +102,3 @@ func TestWebHDFSCurlRedirect(t *testing.T) {
 		t.Fatalf("overwritten file: %q", out)
 	}
 }
-
