@@ -175,6 +175,18 @@ func TestWebHDFSOperations(t *testing.T) {
 		t.Errorf("after SETPERMISSION 1640, SETREPLICATION 1, SETOWNER group alice, SETTIMES %v: mode %o rep %d group %s mtime %v",
 			mtime, client.UnixBits(fi.Mode), fi.Rep, fi.Group, fi.Mtime)
 	}
+	// Replication is a target, as in HDFS: more than the live datanodes
+	// (Hadoop clients ask for 3) is capped, not refused.
+	put("/a/r3", "r")
+	ok("PUT", u("/a/r3", "CREATE", "data", "true", "overwrite", "true", "replication", "3"))
+	if fi := plasmaStat(t, c, "/a/r3"); fi.Rep != 2 {
+		t.Errorf("CREATE replication=3 on 2 datanodes: replication %d, want 2", fi.Rep)
+	}
+	ok("PUT", u("/a/r3", "SETREPLICATION", "replication", "5")).decode(t, &b)
+	if fi := plasmaStat(t, c, "/a/r3"); !b.Boolean || fi.Rep != 2 {
+		t.Errorf("SETREPLICATION 5 on 2 datanodes: %v, replication %d, want 2", b.Boolean, fi.Rep)
+	}
+	ok("DELETE", u("/a/r3", "DELETE"))
 	ok("PUT", u("/a", "SETREPLICATION", "replication", "2")).decode(t, &b)
 	if b.Boolean {
 		t.Error("SETREPLICATION of a directory answered true")

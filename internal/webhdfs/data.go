@@ -208,13 +208,16 @@ func (g *Gateway) create(rq *request) error {
 			if err != nil {
 				return err
 			}
-			_, err = replaceable(tx, rq, l, cp)
+			_, err = replaceable(rq, l, cp)
 			return err
 		})
 		if err != nil {
 			return err
 		}
 		return g.redirect(rq)
+	}
+	if cp.rep, err = g.replication(rq.ctx, cp.rep); err != nil {
+		return err
 	}
 	return g.upload(rq, http.StatusCreated, func(ctx context.Context, tx *client.Txn) (*client.File, error) {
 		dir, err := mkdirs(ctx, tx, rq.who, path.Dir(rq.path), 0o755)
@@ -225,7 +228,7 @@ func (g *Gateway) create(rq *request) error {
 		if err != nil {
 			return nil, err
 		}
-		old, err := replaceable(tx, rq, l, cp)
+		old, err := replaceable(rq, l, cp)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +253,7 @@ func (g *Gateway) create(rq *request) error {
 // and search permission on its directory and, if it exists, overwrite
 // and the right to remove it (it must not be a directory). It reports
 // whether a file is there to replace.
-func replaceable(_ *client.Txn, rq *request, l located, cp createParams) (bool, error) {
+func replaceable(rq *request, l located, cp createParams) (bool, error) {
 	if l.dir.Type != client.TypeDir {
 		return false, excParentNotDir.errorf("%s: parent path %s is not a directory", rq.path, path.Dir(rq.path))
 	}

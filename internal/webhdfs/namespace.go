@@ -555,6 +555,28 @@ func containsGroup(who caller, g string) bool {
 	return false
 }
 
+// replication returns the replication to give a file for a requested one:
+// as in HDFS a target, which more datanodes than are alive do not refuse,
+// so it is capped at the live datanodes (Hadoop clients ask for their
+// dfs.replication, 3 by default, whatever the cluster). 0 stays 0 (the
+// cluster default).
+func (g *Gateway) replication(ctx context.Context, want int) (int, error) {
+	if want <= 1 {
+		return want, nil
+	}
+	nodes, err := g.c.Datanodes(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("listing datanodes for replication %d: %w", want, err)
+	}
+	live := 0
+	for _, n := range nodes {
+		if n.Alive && n.Enabled {
+			live++
+		}
+	}
+	return min(want, max(live, 1)), nil
+}
+
 func (g *Gateway) setReplication(rq *request) error {
 	rep, err := rq.q.intParam("replication", 0, 1, 16)
 	if err != nil {
@@ -563,10 +585,13 @@ func (g *Gateway) setReplication(rq *request) error {
 	if rep == 0 {
 		return excArgument.errorf("SETREPLICATION needs replication=N (1 to 16)")
 	}
+	r, err := g.replication(rq.ctx, int(rep))
+	if err != nil {
+		return err
+	}
 	changed, err := g.setAttr(rq, func(l located) error {
 		return need(rq.who, l.fi, permWrite, rq.path)
 	}, func(l located) (client.SetAttr, bool) {
-		r := int(rep)
 		return client.SetAttr{Rep: &r}, l.fi.Type == client.TypeFile
 	})
 	if err != nil {
