@@ -24,6 +24,7 @@ deps:
 	[ -z "$$missing" ] || { \
 		echo "== installing test dependencies (libnfs-utils gcc make git rsync sqlite3)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make git rsync sqlite3; }
+	@python3 -c 'import fsspec, hdfs, requests' 2>/dev/null || { echo "== installing the Python WebHDFS clients the tests drive (fsspec hdfs requests)"; python3 -m pip install -q fsspec hdfs requests; }
 
 check:
 	@echo "== gofmt / go vet"
