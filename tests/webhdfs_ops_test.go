@@ -82,6 +82,11 @@ func TestWebHDFSOperations(t *testing.T) {
 	if got := ls.FileStatuses.FileStatus; len(got) != 2 || got[0].PathSuffix != "b" || got[1].PathSuffix != "f" || got[1].Length != int64(len(data)) {
 		t.Errorf("LISTSTATUS /a: %+v", got)
 	}
+	for _, op := range []string{"LISTSTATUS", "LISTSTATUS_BATCH"} {
+		if r := ok("GET", u("/a/b/c", op)); !strings.Contains(string(r.Body), `"FileStatus":[]`) {
+			t.Errorf("%s of an empty directory: %s, want an empty FileStatus array (Hadoop's client fails on null)", op, r.Body)
+		}
+	}
 	ok("GET", u("/a/f", "LISTSTATUS")).decode(t, &ls)
 	if got := ls.FileStatuses.FileStatus; len(got) != 1 || got[0].PathSuffix != "" || got[0].Type != "FILE" {
 		t.Errorf("LISTSTATUS of a file: %+v", got)

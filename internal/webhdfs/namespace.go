@@ -193,7 +193,7 @@ func (g *Gateway) list(rq *request, after string, batch bool) ([]fileStatus, boo
 	var out []fileStatus
 	var more bool
 	err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
-		out, more = out[:0], false
+		out, more = []fileStatus{}, false // an empty listing is [], not null (Hadoop's client fails on null)
 		l, err := locate(ctx, tx, rq.who, rq.path)
 		if err == nil {
 			err = l.exists()
@@ -255,6 +255,22 @@ func (g *Gateway) listStatusBatch(rq *request) error {
 
 func (g *Gateway) homeDirectory(rq *request) error {
 	writeJSON(rq.w, http.StatusOK, map[string]string{"Path": "/user/" + rq.who.user})
+	return nil
+}
+
+// serverDefaults is GETSERVERDEFAULTS, which Hadoop's client asks before
+// a delete (for the trash interval: 0, no trash) and for encryption
+// (none). Replication is the live datanodes, at most 3.
+func (g *Gateway) serverDefaults(rq *request) error {
+	st, err := g.c.FsStat(rq.ctx)
+	if err != nil {
+		return err
+	}
+	writeJSON(rq.w, http.StatusOK, map[string]any{"FsServerDefaults": map[string]any{
+		"blockSize": st.Blocksize, "bytesPerChecksum": checksumBytesPerCRC, "writePacketSize": 64 << 10,
+		"replication": min(max(st.LiveDatanodes, 1), 3), "fileBufferSize": 4096, "encryptDataTransfer": false,
+		"trashInterval": 0, "checksumType": 2 /* CRC32C in Hadoop's DataChecksum.Type */, "keyProviderUri": "",
+		"defaultStoragePolicyId": 7 /* HOT */}})
 	return nil
 }
 

@@ -157,6 +157,7 @@ var ops = map[string]opSpec{
 	"GETCONTENTSUMMARY": {http.MethodGet, (*Gateway).contentSummary},
 	"GETFILECHECKSUM":   {http.MethodGet, (*Gateway).fileChecksum},
 	"GETHOMEDIRECTORY":  {http.MethodGet, (*Gateway).homeDirectory},
+	"GETSERVERDEFAULTS": {http.MethodGet, (*Gateway).serverDefaults},
 	"CREATE":            {http.MethodPut, (*Gateway).create},
 	"MKDIRS":            {http.MethodPut, (*Gateway).mkdirs},
 	"RENAME":            {http.MethodPut, (*Gateway).rename},
@@ -174,7 +175,7 @@ var ops = map[string]opSpec{
 var unsupported = map[string]bool{
 	"GETACLSTATUS": true, "GETXATTRS": true, "LISTXATTRS": true, "CHECKACCESS": true, "GETDELEGATIONTOKEN": true,
 	"GETTRASHROOT": true, "GETSNAPSHOTDIFF": true, "GETSNAPSHOTTABLEDIRECTORYLIST": true, "GETALLSTORAGEPOLICY": true,
-	"GETSTORAGEPOLICY": true, "GETSERVERDEFAULTS": true, "GETQUOTAUSAGE": true, "GETFILEBLOCKLOCATIONS": true,
+	"GETSTORAGEPOLICY": true, "GETQUOTAUSAGE": true, "GETFILEBLOCKLOCATIONS": true,
 	"GET_BLOCK_LOCATIONS": true, "GETECPOLICY": true, "GETSTATUS": true, "LISTSTATUS_BATCH_RECURSIVE": true,
 	"CREATESYMLINK": true, "RENEWDELEGATIONTOKEN": true, "CANCELDELEGATIONTOKEN": true, "CREATESNAPSHOT": true,
 	"RENAMESNAPSHOT": true, "SETXATTR": true, "REMOVEXATTR": true, "SETSTORAGEPOLICY": true, "SATISFYSTORAGEPOLICY": true,
