@@ -23,7 +23,9 @@ func TestWebHDFSBadInput(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	putOwned(t, c, "/f", "0123456789", "alice:alice", "644")
 	g := startWebHDFS(t, c)
-	u := func(p, op string, kv ...string) string { return g.url(p, op, append([]string{"user.name", "alice"}, kv...)...) }
+	u := func(p, op string, kv ...string) string {
+		return g.url(p, op, append([]string{"user.name", "alice"}, kv...)...)
+	}
 	for _, tc := range []struct {
 		what, method, url string
 		status            int
@@ -74,7 +76,9 @@ func TestWebHDFSUploadAborts(t *testing.T) {
 	c.MustRun("chmod", "777", "/")
 	putOwned(t, c, "/log", "first line\n", "alice:alice", "644")
 	g := startWebHDFS(t, c, "-idle-timeout", "1s", "-max-upload", "256K")
-	u := func(p, op string, kv ...string) string { return g.url(p, op, append([]string{"user.name", "alice"}, kv...)...) }
+	u := func(p, op string, kv ...string) string {
+		return g.url(p, op, append([]string{"user.name", "alice"}, kv...)...)
+	}
 
 	// Disconnects: half of a 200 KiB body, then the connection closes.
 	body := randBytes(200<<10, 5)

@@ -33,7 +33,9 @@ func TestWebHDFSOperations(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	c.MustRun("chmod", "777", "/")
 	g := startWebHDFS(t, c)
-	u := func(p, op string, kv ...string) string { return g.url(p, op, append([]string{"user.name", "alice"}, kv...)...) }
+	u := func(p, op string, kv ...string) string {
+		return g.url(p, op, append([]string{"user.name", "alice"}, kv...)...)
+	}
 	ok := func(method, url string) webhdfsReply {
 		t.Helper()
 		r := webhdfsDo(t, method, url, nil)
@@ -77,7 +79,9 @@ func TestWebHDFSOperations(t *testing.T) {
 	}
 
 	// LISTSTATUS lists names with their status; a file lists as itself.
-	var ls struct{ FileStatuses struct{ FileStatus []webhdfsStatus } }
+	var ls struct {
+		FileStatuses struct{ FileStatus []webhdfsStatus }
+	}
 	ok("GET", u("/a", "LISTSTATUS")).decode(t, &ls)
 	if got := ls.FileStatuses.FileStatus; len(got) != 2 || got[0].PathSuffix != "b" || got[1].PathSuffix != "f" || got[1].Length != int64(len(data)) {
 		t.Errorf("LISTSTATUS /a: %+v", got)
@@ -115,7 +119,9 @@ func TestWebHDFSOperations(t *testing.T) {
 		}
 		var bl struct {
 			DirectoryListing struct {
-				PartialListing   struct{ FileStatuses struct{ FileStatus []webhdfsStatus } }
+				PartialListing struct {
+					FileStatuses struct{ FileStatus []webhdfsStatus }
+				}
 				RemainingEntries int
 			}
 		}
