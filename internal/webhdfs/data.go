@@ -316,6 +316,11 @@ func (g *Gateway) appendFile(rq *request) error {
 	return g.upload(rq, http.StatusOK, openAppend)
 }
 
+// uploadFlushBlocks bounds the blocks an upload buffers before they are
+// written out (in the background, while more arrive): the memory of many
+// concurrent uploads, not their speed.
+const uploadFlushBlocks = 16
+
 // upload streams the request body into the file open returns, in one
 // transaction committed once the whole body has arrived. Anything else (a
 // refusal, a client that disconnects or stalls, a body over the limit, a
@@ -333,6 +338,7 @@ func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context,
 	if err != nil {
 		return err
 	}
+	f.FlushBlocks = uploadFlushBlocks
 	var body io.Reader = &deadlineReader{r: rq.r.Body, rc: http.NewResponseController(rq.w), idle: g.opt.IdleTimeout}
 	if g.opt.MaxUpload > 0 {
 		body = io.LimitReader(body, g.opt.MaxUpload+1)

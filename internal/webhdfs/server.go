@@ -203,8 +203,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = spec.fn(g, rq)
 	}
 	if err != nil {
-		if r.Context().Err() == nil {
-			g.opt.Log.Info("webhdfs: request failed", "method", r.Method, "url", r.URL.String(), "error", err.Error())
+		// Refusals (missing files, permissions, bad parameters) are the
+		// client's business; failures of the gateway or the cluster are
+		// the operator's.
+		if re := remoteOf(err); re.status >= 500 && r.Context().Err() == nil {
+			g.opt.Log.Warn("webhdfs: request failed", "method", r.Method, "url", r.URL.String(), "error", err.Error())
 		}
 		writeError(w, err)
 	}
