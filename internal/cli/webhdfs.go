@@ -87,6 +87,9 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 		who = "client certificates of the cluster CA; " + who
 	}
 	fmt.Fprintf(stdout, "plasma: WebHDFS identities: %s\n", who)
+	if note := webhdfsCredentialNote(f); note != "" {
+		fmt.Fprintln(stdout, "plasma: note: "+note)
+	}
 	fmt.Fprintf(stdout, "plasma: serving WebHDFS on %s://%s%s/\n", scheme, l.Addr(), webhdfs.Prefix)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
@@ -131,4 +134,19 @@ func webhdfsTLS(f *flags, certFile, keyFile string) (*tls.Config, string, error)
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		MinVersion:   tls.VersionTLS12,
 	}, cred.Identity.Cluster, nil
+}
+
+// webhdfsCredentialNote says what follows from a gateway credential that
+// is not a superuser's ("" for a superuser's, or at security level none).
+func webhdfsCredentialNote(f *flags) string {
+	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
+	if err != nil || cfg.CredentialFile == "" {
+		return ""
+	}
+	cred, err := auth.LoadCredential(cfg.CredentialFile)
+	if err != nil || cred.Identity.Super() {
+		return ""
+	}
+	return fmt.Sprintf("the gateway's credential (%s) is not a superuser's: what its users create belongs to %s, "+
+		"and they may do only what %s may as well", cred.Identity.User, cred.Identity.User, cred.Identity.User)
 }
