@@ -84,7 +84,7 @@ func TestRemoteOf(t *testing.T) {
 		{errors.New("boom"), "IOException", 500},
 	} {
 		re := remoteOf(tc.err)
-		if (re.exception != tc.exc || re.status != tc.status) {
+		if re.exception != tc.exc || re.status != tc.status {
 			t.Errorf("remoteOf(%v) = %s %d, want %s %d", tc.err, re.exception, re.status, tc.exc, tc.status)
 		}
 	}
