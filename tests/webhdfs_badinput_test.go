@@ -107,6 +107,30 @@ func TestWebHDFSUploadAborts(t *testing.T) {
 		t.Errorf("an interrupted APPEND changed the file: %d bytes", len(got))
 	}
 
+	// A client that stops sending mid-body but waits for the answer: the
+	// answer comes once the gateway has aborted the upload.
+	for _, up := range []struct{ method, url, what string }{
+		{"PUT", u("/cut", "CREATE", "data", "true"), "CREATE"},
+		{"POST", u("/log", "APPEND", "data", "true"), "APPEND"},
+	} {
+		conn := openUpload(t, up.method, up.url, len(body))
+		if _, err := conn.Write(body[:len(body)/3]); err != nil {
+			t.Fatal(err)
+		}
+		mustOK(t, "half-close", conn.(*net.TCPConn).CloseWrite())
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		mustOK(t, "the answer to a cut "+up.what, err)
+		b, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		wantException(t, "a cut "+up.what, webhdfsReply{Status: resp.StatusCode, Body: b}, 403, "IOException")
+	}
+	if plasmaExists(t, c, "/cut") {
+		t.Error("a cut CREATE left a file")
+	}
+	if got := c.MustRun("cat", "/log"); got != "first line\n" {
+		t.Errorf("a cut APPEND changed the file: %d bytes", len(got))
+	}
+
 	// A stall: the gateway gives up after the idle timeout and says so.
 	conn := openUpload(t, "PUT", u("/stalled", "CREATE", "data", "true"), len(body))
 	if _, err := conn.Write(body[:1000]); err != nil {
@@ -144,6 +168,7 @@ func openUpload(t *testing.T, method, rawURL string, n int) net.Conn {
 	mustOK(t, "url", err)
 	conn, err := net.Dial("tcp", pu.Host)
 	mustOK(t, "dial", err)
+	conn.SetDeadline(time.Now().Add(2 * time.Minute)) // a hung gateway fails the test, not the run
 	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", method, pu.RequestURI(), pu.Host, n)
 	return conn
 }
