@@ -2,6 +2,7 @@ package webhdfs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -186,52 +187,114 @@ func (g *Gateway) getFileStatus(rq *request) error {
 // LISTSTATUS_BATCH answers).
 const listPage = 1024
 
-// list returns the entries of the directory at rq.path after the name
-// after: all of them, or one page with batch (and whether more follow).
-// A file lists as itself, as in HDFS.
-func (g *Gateway) list(rq *request, after string, batch bool) ([]fileStatus, bool, error) {
-	var out []fileStatus
-	var more bool
-	err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
-		out, more = []fileStatus{}, false // an empty listing is [], not null (Hadoop's client fails on null)
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
-		if err != nil {
-			return err
-		}
-		if l.fi.Type != client.TypeDir {
-			out = append(out, statusOf(l.fi, ""))
-			return nil
-		}
-		if err := need(rq.who, l.fi, permRead, rq.path); err != nil {
-			return err
-		}
-		for {
-			page, next, err := tx.ReadDirPage(ctx, l.fi.Ino, after, listPage, true)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rq.path, err)
-			}
-			for _, e := range page {
-				out = append(out, statusOf(e.Info, e.Name))
-			}
-			more = next && len(page) > 0
-			if !more || batch {
-				return nil
-			}
-			after = page[len(page)-1].Name
-		}
+// list passes the entries of the directory at rq.path after the name
+// after to emit, a page at a time (only the first page with batch), and
+// reports whether more follow; a file lists as itself, as in HDFS. All
+// pages come from one transaction, which is run again on a conflict only
+// while nothing has been emitted.
+func (g *Gateway) list(rq *request, after string, batch bool, emit func([]fileStatus) error) (bool, error) {
+	var more, emitted bool
+	err := g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
+		err := listIn(ctx, tx, rq, after, batch, &more, func(page []fileStatus) error {
+			emitted = true
+			return emit(page)
+		})
+		return !emitted, err
 	})
-	return out, more, err
+	return more, err
 }
 
-func (g *Gateway) listStatus(rq *request) error {
-	out, _, err := g.list(rq, "", false)
+func listIn(ctx context.Context, tx *client.Txn, rq *request, after string, batch bool, more *bool, emit func([]fileStatus) error) error {
+	l, err := locate(ctx, tx, rq.who, rq.path)
+	if err == nil {
+		err = l.exists()
+	}
 	if err != nil {
 		return err
 	}
-	writeJSON(rq.w, http.StatusOK, map[string]any{"FileStatuses": map[string]any{"FileStatus": out}})
+	if l.fi.Type != client.TypeDir {
+		return emit([]fileStatus{statusOf(l.fi, "")})
+	}
+	if err := need(rq.who, l.fi, permRead, rq.path); err != nil {
+		return err
+	}
+	for {
+		page, next, err := tx.ReadDirPage(ctx, l.fi.Ino, after, listPage, true)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rq.path, err)
+		}
+		out := make([]fileStatus, len(page)) // never nil: Hadoop's client fails on null
+		for i, e := range page {
+			out[i] = statusOf(e.Info, e.Name)
+		}
+		*more = next && len(page) > 0
+		if err := emit(out); err != nil {
+			return err
+		}
+		if !*more || batch {
+			return nil
+		}
+		after = page[len(page)-1].Name
+	}
+}
+
+// readTxn runs fn in a transaction that is aborted afterwards (it only
+// reads), again while it conflicts with another transaction and fn says
+// it may be run again.
+func (g *Gateway) readTxn(rq *request, fn func(ctx context.Context, tx *client.Txn) (again bool, err error)) error {
+	delay := 100 * time.Microsecond
+	for attempt := 0; ; attempt++ {
+		tx, _ := g.c.Begin(rq.ctx)
+		again, err := fn(rq.ctx, tx)
+		tx.Abort(context.Background())
+		if !errors.Is(err, client.ErrConflict) || !again || attempt == 100 {
+			return err
+		}
+		select {
+		case <-rq.ctx.Done():
+			return rq.ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// listStatus answers the whole listing, streamed a page at a time (a big
+// directory is never whole in the gateway's memory). A failure after the
+// first page is sent can only cut the answer short.
+func (g *Gateway) listStatus(rq *request) error {
+	started := false
+	_, err := g.list(rq, "", false, func(page []fileStatus) error {
+		for _, s := range page {
+			b, err := json.Marshal(s)
+			if err != nil {
+				return err
+			}
+			if !started {
+				rq.w.Header().Set("Content-Type", "application/json")
+				rq.w.WriteHeader(http.StatusOK)
+				rq.w.Write([]byte(`{"FileStatuses":{"FileStatus":[`))
+				started = true
+			} else {
+				rq.w.Write([]byte{','})
+			}
+			if _, err := rq.w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil && started:
+		g.opt.Log.Warn("webhdfs: listing failed mid-stream", "path", rq.path, "error", err.Error())
+		panic(http.ErrAbortHandler)
+	case err != nil:
+		return err
+	case !started: // an empty directory
+		writeJSON(rq.w, http.StatusOK, map[string]any{"FileStatuses": map[string]any{"FileStatus": []fileStatus{}}})
+	default:
+		rq.w.Write([]byte("]}}\n"))
+	}
 	return nil
 }
 
@@ -239,7 +302,11 @@ func (g *Gateway) listStatus(rq *request) error {
 // count what follows: remainingEntries is 1 while more follow, 0 after the
 // last page (clients only look at whether it is 0).
 func (g *Gateway) listStatusBatch(rq *request) error {
-	out, more, err := g.list(rq, rq.q.get("startafter"), true)
+	out := []fileStatus{}
+	more, err := g.list(rq, rq.q.get("startafter"), true, func(page []fileStatus) error {
+		out = page
+		return nil
+	})
 	if err != nil {
 		return err
 	}
