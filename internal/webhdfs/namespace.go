@@ -168,13 +168,13 @@ func statusOf(a client.FileInfo, suffix string) fileStatus {
 
 func (g *Gateway) getFileStatus(rq *request) error {
 	var fi client.FileInfo
-	err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
+	err := g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
 		l, err := locate(ctx, tx, rq.who, rq.path)
 		if err == nil {
 			err = l.exists()
 		}
 		fi = l.fi
-		return err
+		return true, err
 	})
 	if err != nil {
 		return err
@@ -728,16 +728,16 @@ type contentSummary struct {
 // on every directory in it); PlasmaFS has no quotas (-1).
 func (g *Gateway) contentSummary(rq *request) error {
 	var s contentSummary
-	err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
+	err := g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
 		s = contentSummary{Quota: -1, SpaceQuota: -1}
 		l, err := locate(ctx, tx, rq.who, rq.path)
 		if err == nil {
 			err = l.exists()
 		}
 		if err != nil {
-			return err
+			return true, err
 		}
-		return summarize(ctx, tx, rq.who, l.fi, rq.path, &s)
+		return true, summarize(ctx, tx, rq.who, l.fi, rq.path, &s)
 	})
 	if err != nil {
 		return err
