@@ -106,3 +106,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
+
+func writeBool(w http.ResponseWriter, b bool) {
+	writeJSON(w, http.StatusOK, map[string]bool{"boolean": b})
+}
+
+type contentSummary struct {
+	DirectoryCount int64 `json:"directoryCount"`
+	FileCount      int64 `json:"fileCount"`
+	Length         int64 `json:"length"`
+	Quota          int64 `json:"quota"`
+	SpaceConsumed  int64 `json:"spaceConsumed"`
+	SpaceQuota     int64 `json:"spaceQuota"`
+}
