@@ -367,4 +367,3 @@ func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context,
 // writerOnly hides everything but Write, so that io.CopyBuffer uses its
 // buffer (large writes fill the file's blocks in few calls).
 type writerOnly struct{ io.Writer }
-
