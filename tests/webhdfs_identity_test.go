@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,23 @@ func TestWebHDFSClientCertificates(t *testing.T) {
 	if got := curl(t, "--cacert", caFile, "--cert", carol, remote.url("/", "GETHOMEDIRECTORY")); !strings.Contains(got, `"/user/carol"`) {
 		t.Errorf("GETHOMEDIRECTORY with carol's certificate: %s", got)
 	}
+	// fsspec over https with carol's credential file (certificate and key).
+	needPythonPackages(t, "fsspec", "requests")
+	script := `import fsspec, sys
+fs = fsspec.filesystem("webhdfs", host=sys.argv[1], port=int(sys.argv[2]), use_https=True, session_cert=sys.argv[3], session_verify=sys.argv[4])
+with fs.open("/by-fsspec", "wb") as f:
+    f.write(b"over https\n")
+assert fs.cat_file("/carols") == b"carol's\n"
+print("OK")`
+	py := exec.Command("python3", "-c", script, ip, port, carol, caFile)
+	// requests prefers these to the session's CA file (psf/requests#3829).
+	py.Env = withoutEnv(os.Environ(), "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+	if out, err := py.CombinedOutput(); err != nil || string(out) != "OK\n" {
+		t.Fatalf("fsspec over https with a client certificate: %v\n%s", err, out)
+	}
+	if owner := plasmaOwner(t, c, "/by-fsspec"); owner != "carol:carol" {
+		t.Errorf("a file fsspec wrote with carol's certificate belongs to %s", owner)
+	}
 	carolClient := webhdfsTLSClient(t, caFile, carol)
 	if r := tlsDo(t, carolClient, "GET", remote.url("/secret", "OPEN")); r.Status != 403 || r.exception() != "AccessControlException" {
 		t.Errorf("carol reads root's 0600 file: %d %s", r.Status, r.Body)
@@ -264,4 +282,16 @@ func tlsDo(t *testing.T, cl *http.Client, method, url string) webhdfsReply {
 	b, err := io.ReadAll(resp.Body)
 	mustOK(t, "read answer", err)
 	return webhdfsReply{Status: resp.StatusCode, Body: b, Location: resp.Header.Get("Location")}
+}
+
+// withoutEnv returns env without the variables names.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
