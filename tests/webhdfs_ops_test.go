@@ -78,6 +78,25 @@ func TestWebHDFSOperations(t *testing.T) {
 		t.Errorf("GETFILESTATUS fileId %d mtime %d, PlasmaFS has inode %d mtime %d", st.FileStatus.FileID, st.FileStatus.ModificationTime, fi.Ino, fi.Mtime.UnixMilli())
 	}
 
+	// GETFILEBLOCKLOCATIONS: a location per block of the range.
+	var bl struct {
+		BlockLocations struct {
+			BlockLocation []struct {
+				Offset, Length int64
+				Hosts, Names   []string
+			}
+		}
+	}
+	ok("GET", u("/a/f", "GETFILEBLOCKLOCATIONS")).decode(t, &bl)
+	if got := bl.BlockLocations.BlockLocation; len(got) != 3 || got[0].Offset != 0 || got[1].Length != 64<<10 ||
+		got[2].Offset != 128<<10 || got[2].Length != int64(len(data))-128<<10 || len(got[2].Hosts) != 1 {
+		t.Errorf("GETFILEBLOCKLOCATIONS of a 3-block file: %+v", got)
+	}
+	ok("GET", u("/a/f", "GETFILEBLOCKLOCATIONS", "offset", "70000", "length", "10000")).decode(t, &bl)
+	if got := bl.BlockLocations.BlockLocation; len(got) != 1 || got[0].Offset != 64<<10 || got[0].Length != 64<<10 {
+		t.Errorf("GETFILEBLOCKLOCATIONS offset 70000 length 10000: %+v, want the second block", got)
+	}
+
 	// LISTSTATUS lists names with their status; a file lists as itself.
 	var ls struct {
 		FileStatuses struct{ FileStatus []webhdfsStatus }

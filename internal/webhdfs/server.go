@@ -150,23 +150,24 @@ type opSpec struct {
 }
 
 var ops = map[string]opSpec{
-	"GETFILESTATUS":     {http.MethodGet, (*Gateway).getFileStatus},
-	"LISTSTATUS":        {http.MethodGet, (*Gateway).listStatus},
-	"LISTSTATUS_BATCH":  {http.MethodGet, (*Gateway).listStatusBatch},
-	"OPEN":              {http.MethodGet, (*Gateway).open},
-	"GETCONTENTSUMMARY": {http.MethodGet, (*Gateway).contentSummary},
-	"GETFILECHECKSUM":   {http.MethodGet, (*Gateway).fileChecksum},
-	"GETHOMEDIRECTORY":  {http.MethodGet, (*Gateway).homeDirectory},
-	"GETSERVERDEFAULTS": {http.MethodGet, (*Gateway).serverDefaults},
-	"CREATE":            {http.MethodPut, (*Gateway).create},
-	"MKDIRS":            {http.MethodPut, (*Gateway).mkdirs},
-	"RENAME":            {http.MethodPut, (*Gateway).rename},
-	"SETPERMISSION":     {http.MethodPut, (*Gateway).setPermission},
-	"SETOWNER":          {http.MethodPut, (*Gateway).setOwner},
-	"SETREPLICATION":    {http.MethodPut, (*Gateway).setReplication},
-	"SETTIMES":          {http.MethodPut, (*Gateway).setTimes},
-	"APPEND":            {http.MethodPost, (*Gateway).appendFile},
-	"DELETE":            {http.MethodDelete, (*Gateway).delete},
+	"GETFILESTATUS":         {http.MethodGet, (*Gateway).getFileStatus},
+	"LISTSTATUS":            {http.MethodGet, (*Gateway).listStatus},
+	"LISTSTATUS_BATCH":      {http.MethodGet, (*Gateway).listStatusBatch},
+	"OPEN":                  {http.MethodGet, (*Gateway).open},
+	"GETCONTENTSUMMARY":     {http.MethodGet, (*Gateway).contentSummary},
+	"GETFILECHECKSUM":       {http.MethodGet, (*Gateway).fileChecksum},
+	"GETHOMEDIRECTORY":      {http.MethodGet, (*Gateway).homeDirectory},
+	"GETSERVERDEFAULTS":     {http.MethodGet, (*Gateway).serverDefaults},
+	"GETFILEBLOCKLOCATIONS": {http.MethodGet, (*Gateway).blockLocations},
+	"CREATE":                {http.MethodPut, (*Gateway).create},
+	"MKDIRS":                {http.MethodPut, (*Gateway).mkdirs},
+	"RENAME":                {http.MethodPut, (*Gateway).rename},
+	"SETPERMISSION":         {http.MethodPut, (*Gateway).setPermission},
+	"SETOWNER":              {http.MethodPut, (*Gateway).setOwner},
+	"SETREPLICATION":        {http.MethodPut, (*Gateway).setReplication},
+	"SETTIMES":              {http.MethodPut, (*Gateway).setTimes},
+	"APPEND":                {http.MethodPost, (*Gateway).appendFile},
+	"DELETE":                {http.MethodDelete, (*Gateway).delete},
 }
 
 // unsupported are WebHDFS operations PlasmaFS has no counterpart for (or
@@ -175,7 +176,7 @@ var ops = map[string]opSpec{
 var unsupported = map[string]bool{
 	"GETACLSTATUS": true, "GETXATTRS": true, "LISTXATTRS": true, "CHECKACCESS": true, "GETDELEGATIONTOKEN": true,
 	"GETTRASHROOT": true, "GETSNAPSHOTDIFF": true, "GETSNAPSHOTTABLEDIRECTORYLIST": true, "GETALLSTORAGEPOLICY": true,
-	"GETSTORAGEPOLICY": true, "GETQUOTAUSAGE": true, "GETFILEBLOCKLOCATIONS": true,
+	"GETSTORAGEPOLICY": true, "GETQUOTAUSAGE": true,
 	"GET_BLOCK_LOCATIONS": true, "GETECPOLICY": true, "GETSTATUS": true, "LISTSTATUS_BATCH_RECURSIVE": true,
 	"CREATESYMLINK": true, "RENEWDELEGATIONTOKEN": true, "CANCELDELEGATIONTOKEN": true, "CREATESNAPSHOT": true,
 	"RENAMESNAPSHOT": true, "SETXATTR": true, "REMOVEXATTR": true, "SETSTORAGEPOLICY": true, "SATISFYSTORAGEPOLICY": true,
@@ -198,6 +199,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, excInternal.errorf("internal error of the WebHDFS gateway serving %s (logged by the gateway)", r.URL.Path))
 		}
 	}()
+	if strings.HasPrefix(r.UserAgent(), "Java/") {
+		w = untypedJSON{w}
+	}
 	rq, spec, err := g.parse(w, r)
 	if err == nil {
 		err = spec.fn(g, rq)
@@ -271,3 +275,22 @@ func components(p string) []string {
 	}
 	return strings.Split(p[1:], "/")
 }
+
+// untypedJSON answers JSON without a Content-Type, for Hadoop's Java
+// client: the shaded JAX-RS of hadoop-client-runtime 3.5 (which PySpark 4
+// bundles) lacks the implementation its Content-Type check needs, so that
+// client fails on every typed JSON answer ("Response decoding failure:
+// ClassNotFoundException ... RuntimeDelegateImpl"), from any WebHDFS
+// server; it skips the check when there is no Content-Type.
+type untypedJSON struct{ http.ResponseWriter }
+
+func (u untypedJSON) WriteHeader(status int) {
+	h := u.Header()
+	if h.Get("Content-Type") == "application/json" {
+		h["Content-Type"] = nil // nil, not deleted: net/http would sniff one
+	}
+	u.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (u untypedJSON) Unwrap() http.ResponseWriter { return u.ResponseWriter }

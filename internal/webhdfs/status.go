@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net"
 	"net/http"
 	"path"
 
@@ -181,6 +183,70 @@ func (g *Gateway) listStatusBatch(rq *request) error {
 
 func (g *Gateway) homeDirectory(rq *request) error {
 	writeJSON(rq.w, http.StatusOK, map[string]string{"Path": "/user/" + rq.who.user})
+	return nil
+}
+
+// blockLocation is Hadoop's BlockLocation JSON object.
+type blockLocation struct {
+	CachedHosts   []string `json:"cachedHosts"`
+	Corrupt       bool     `json:"corrupt"`
+	Hosts         []string `json:"hosts"`
+	Length        int64    `json:"length"`
+	Names         []string `json:"names"`
+	Offset        int64    `json:"offset"`
+	StorageIDs    []string `json:"storageIds"`
+	StorageTypes  []string `json:"storageTypes"`
+	TopologyPaths []string `json:"topologyPaths"`
+}
+
+// blockLocations is GETFILEBLOCKLOCATIONS, which Spark and MapReduce ask
+// to split input files: one location per block in the range (blocks of
+// the blocksize FileStatus reports), each on this gateway, since clients
+// read through it rather than from the datanodes.
+func (g *Gateway) blockLocations(rq *request) error {
+	off, err := rq.q.intParam("offset", 0, 0, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	length, err := rq.q.intParam("length", math.MaxInt64, 0, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	var fi client.FileInfo
+	err = g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
+		l, err := locate(ctx, tx, rq.who, rq.path)
+		if err == nil {
+			err = l.exists()
+		}
+		if err == nil && l.fi.Type != client.TypeFile {
+			err = excNotFound.errorf("Path is not a file: %s", rq.path)
+		}
+		if err == nil {
+			err = need(rq.who, l.fi, permRead, rq.path)
+		}
+		fi = l.fi
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(rq.r.Host)
+	if err != nil {
+		host = rq.r.Host
+	}
+	bs := int64(max(fi.Blocksize, 1))
+	end := fi.Size
+	if length < end-off {
+		end = off + length
+	}
+	locs := []blockLocation{}
+	for start := off - off%bs; start < end; start += bs {
+		locs = append(locs, blockLocation{
+			CachedHosts: []string{}, Hosts: []string{host}, Names: []string{rq.r.Host}, Offset: start, Length: min(bs, fi.Size-start),
+			StorageIDs: []string{}, StorageTypes: []string{"DISK"}, TopologyPaths: []string{"/default-rack/" + rq.r.Host},
+		})
+	}
+	writeJSON(rq.w, http.StatusOK, map[string]any{"BlockLocations": map[string]any{"BlockLocation": locs}})
 	return nil
 }
 
