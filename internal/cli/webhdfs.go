@@ -72,7 +72,7 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 	srv.TLSConfig = tlsConf
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("-listen %s: %w", *listen, err)
 	}
 	scheme := "http"
 	if tlsConf != nil {
