@@ -28,6 +28,9 @@ deps:
 	[ -z "$$missing" ] || { \
 		echo "== installing test dependencies (libnfs-utils gcc make git rsync sqlite3)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make git rsync sqlite3; }
+	@python3 -c 'import fsspec, hdfs, requests, pyspark' 2>/dev/null || { echo "== installing the Python WebHDFS clients the tests drive (fsspec hdfs requests pyspark)"; python3 -m pip install -q fsspec hdfs requests pyspark; }
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { echo "== installing java and maven (Hadoop's client for the WebHDFS test; its jars come from Maven Central)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless maven; }
 
 check:
 	@echo "== gofmt / go vet"
