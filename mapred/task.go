@@ -177,6 +177,7 @@ type exec1 struct {
 	// localLog the directory below it whose files go to the job's log
 	// directory when the attempt ends (streamenv.go).
 	local, localLog string
+	localDir        *os.File // local, opened when it was made (localdir.go)
 	// scratch is the transaction of spill and merge files: never
 	// committed, so they cost no commit and vanish with it.
 	scratch  *client.Txn
