@@ -20,6 +20,9 @@ type TaskUser struct {
 	UID, GID uint32
 	// WorkBase is where the attempts' working directories go.
 	WorkBase string
+	// UIDs, if set, gives each attempt a uid of its own (taskuids.go);
+	// otherwise all run as UID and can reach each other's processes.
+	UIDs *UIDRange
 }
 
 // LookupTaskUser finds the OS account name (its primary group is the

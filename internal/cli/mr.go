@@ -176,10 +176,13 @@ NAME -taskserver'), so any user with a credential of the cluster may submit, and
 travels in clear. Each task runs with the credential that the namenode delegated to its
 submitter for its job (never this server's): it reads and writes as the submitter, until
 the credential expires; the server forgets it once the job's last task on it ends.
-Run as root, the server runs the task commands as the unprivileged account -run-as (default
-nobody), each attempt in a fresh working directory of its own under -work-base: they cannot
-read this server's credential or anything else only root may read. Run as another user, the
-commands run as that user: give it nothing else.
+Run as root, the server runs the task commands unprivileged, each attempt in a fresh working
+directory of its own under -work-base: they cannot read this server's credential or anything
+else only root may read. Each attempt runs as a uid of -task-uids of its own (no account's;
+its group is the same number), so that tasks of other jobs cannot reach its processes, and
+whatever it leaves running is killed when it ends; with -task-uids none all run as the
+account -run-as (default nobody). Run as another user, the commands run as that user:
+give it nothing else.
 On a cluster at security level none (which authenticates nobody) tasks run with this
 process's client configuration; then without -token-file the server listens on loopback only.
 The first line printed is the address it listens on.`, true)
@@ -193,6 +196,7 @@ The first line printed is the address it listens on.`, true)
 	}
 	runAs := f.String("run-as", defaultUser, "OS `user` the task commands run as (needs root; default nobody when run as root)")
 	workBase := f.String("work-base", os.TempDir(), "`directory` for the attempts' working directories")
+	taskUIDs := f.String("task-uids", mapred.DefaultUIDs, "`FIRST-LAST`: with -run-as, each attempt runs as a uid of this range (no account's) that no other attempt on this host uses meanwhile, and every process of that uid is killed when it ends; 'none': all as the -run-as account, where tasks can reach each other's processes")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding a token coordinators must present too (default $PLASMAMR_TOKEN_FILE)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -211,6 +215,11 @@ The first line printed is the address it listens on.`, true)
 		}
 		if user, err = mapred.LookupTaskUser(*runAs, *workBase); err != nil {
 			return err
+		}
+		if *taskUIDs != "none" {
+			if user.UIDs, err = mapred.ParseUIDRange(*taskUIDs); err != nil {
+				return usagef("-task-uids: %v", err)
+			}
 		}
 	}
 	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
