@@ -108,7 +108,8 @@ func LoadDelegator(path string) (*Delegator, error) {
 }
 
 // Delegate signs a certificate for public key pub naming who's user and
-// groups and job, valid until notAfter (at most MaxDelegation from now),
+// groups and job, valid until notAfter (at most MaxDelegation from now,
+// and no longer than who's own credential),
 // and returns the chain to put in a credential: the certificate, the
 // delegation certificate and the CA, in PEM.
 func (d *Delegator) Delegate(who *Identity, job string, pub crypto.PublicKey, notAfter time.Time) ([]byte, error) {
@@ -123,8 +124,10 @@ func (d *Delegator) Delegate(who *Identity, job string, pub crypto.PublicKey, no
 		return nil, fmt.Errorf("bad job name %q", job)
 	}
 	now := time.Now()
-	for _, limit := range []time.Time{now.Add(MaxDelegation), d.cert.NotAfter} {
-		if notAfter.After(limit) {
+	// Never beyond the caller's own credential: a delegation must not
+	// extend a short-lived credential.
+	for _, limit := range []time.Time{now.Add(MaxDelegation), d.cert.NotAfter, who.Expires} {
+		if !limit.IsZero() && notAfter.After(limit) {
 			notAfter = limit
 		}
 	}
