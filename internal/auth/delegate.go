@@ -225,7 +225,11 @@ func DelegatedCredential(key *ecdsa.PrivateKey, chainPEM []byte, ca *Credential)
 }
 
 // Verify checks that c is a valid client credential now under the CA
-// pool roots (e.g. a task server's, for a credential a coordinator sent).
+// pool roots (e.g. a task server's, for a credential a coordinator sent),
+// and sets c.Identity from the chain that verified: the credential's own
+// certificates may name any chain (a full credential padded with a third
+// certificate would pass for a delegated one), the verified chain is what
+// servers see.
 func (c *Credential) Verify(roots *x509.CertPool) error {
 	inter := x509.NewCertPool()
 	for _, der := range c.Cert.Certificate[1:] {
@@ -235,10 +239,11 @@ func (c *Credential) Verify(roots *x509.CertPool) error {
 		}
 		inter.AddCert(ic)
 	}
-	_, err := c.Cert.Leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	chains, err := c.Cert.Leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return fmt.Errorf("credential of %s: %w", c.Identity.User, err)
 	}
+	c.Identity = identityOfChain(chains[0])
 	return nil
 }
 
