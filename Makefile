@@ -2,12 +2,16 @@
 # runs everything CI runs.
 GO ?= go
 BIN := bin/plasma
+BENCH_BIN := bin/plasma-bench
 export GOFLAGS := -buildvcs=false
 
 .PHONY: build run test deps check unit race integration fuzz bench bench-quick clean
 
+# plasma is what operators deploy; plasma-bench (the benchmarks and their
+# references) is built beside it, where 'plasma bench' finds it.
 build:
 	$(GO) build -o $(BIN) ./cmd/plasma
+	$(GO) build -o $(BENCH_BIN) ./cmd/plasma-bench
 
 # A namenode (embedded SQLite) and two datanodes on 127.0.0.1; Ctrl-C stops it.
 run: build
@@ -38,7 +42,7 @@ race:
 
 integration:
 	@echo "== integration (real processes)"
-	PLASMA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./tests/...
+	PLASMA_BIN=$(CURDIR)/$(BIN) PLASMA_BENCH_BIN=$(CURDIR)/$(BENCH_BIN) $(GO) test -count=1 -timeout 15m ./tests/...
 
 # Every wire decoder is fuzzed for a short, fixed budget: a count of
 # inputs, not a duration (Go 1.26's fuzz coordinator can fail a timed run

@@ -3,6 +3,7 @@ module github.com/plasmafs/plasma
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/go-git/go-billy/v5 v5.6.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -107,7 +107,7 @@ for name, title in sections:
     if not rep:
         continue
     lines.append(f"## {title}\n")
-    lines.append(f"`plasma bench {rep['bench']}` — {rep['params']}\n")
+    lines.append(f"`plasma-bench {rep['bench']}` — {rep['params']}\n")
     lines.append("| measurement | seed | ours | reference | ref value | ratio | target |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rep["results"]:

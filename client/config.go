@@ -235,9 +235,10 @@ func FormatConfigFile(entries []ClusterEntry) string {
 	b.WriteString("plasmafs {\n")
 	for _, e := range entries {
 		fmt.Fprintf(&b, "  cluster {\n    clustername = %q;\n", e.Name)
-		for k, v := range map[string]string{"security": e.Security, "data_security": e.DataSecurity, "credential": e.Credential, "taskserver_token": e.TaskServerToken} {
-			if v != "" {
-				fmt.Fprintf(&b, "    %s = %q;\n", k, v)
+		// In a fixed order: the same entries give the same text.
+		for _, kv := range [][2]string{{"security", e.Security}, {"data_security", e.DataSecurity}, {"credential", e.Credential}, {"taskserver_token", e.TaskServerToken}} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, "    %s = %q;\n", kv[0], kv[1])
 			}
 		}
 		for _, a := range e.Namenodes {

@@ -23,6 +23,10 @@ type dataConn struct {
 	r    *bufio.Reader
 	w    *bufio.Writer
 	stop func() bool // ends the watch of the current caller's context
+	// reused: taken from the idle pool. Its datanode may have closed it
+	// meanwhile (restarted, or dropped it as idle): a request that gets
+	// no answer on it is sent again on a new connection (retryStale).
+	reused bool
 }
 
 // watch makes the caller's cancellation or deadline interrupt the
@@ -45,6 +49,14 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
+// noAnswerError is a request that got no answer from the datanode (it
+// could not be reached, or the connection failed): nothing is known about
+// what it was asked.
+type noAnswerError struct{ err error }
+
+func (e noAnswerError) Error() string { return e.err.Error() }
+func (e noAnswerError) Unwrap() error { return e.err }
+
 // dataPool keeps idle data connections per datanode address.
 type dataPool struct {
 	c    *Client
@@ -60,9 +72,15 @@ func (p *dataPool) get(ctx context.Context, addr string) (*dataConn, error) {
 		dc := l[len(l)-1]
 		p.idle[addr] = l[:len(l)-1]
 		p.mu.Unlock()
+		dc.reused = true
 		return dc, nil
 	}
 	p.mu.Unlock()
+	return p.dial(ctx, addr)
+}
+
+// dial opens a new connection to addr.
+func (p *dataPool) dial(ctx context.Context, addr string) (*dataConn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -107,15 +125,48 @@ func (p *dataPool) roundTrip(ctx context.Context, addr string, q *wire.DataReq) 
 	return p.roundTripData(ctx, addr, q, nil)
 }
 
+// retryStale runs a request with send on a connection to addr; if it
+// failed on an idle connection without an answer (answered false), the
+// datanode had closed it, and send runs once more on a new one. The
+// requests are idempotent (a write stores the same bytes again).
+func (p *dataPool) retryStale(ctx context.Context, addr string, send func(*dataConn) (answered bool, err error)) error {
+	dc, err := p.get(ctx, addr)
+	if err != nil {
+		return err
+	}
+	answered, err := send(dc)
+	if err == nil || answered || !dc.reused || ctx.Err() != nil {
+		return err
+	}
+	if dc, err = p.dial(ctx, addr); err != nil {
+		return err
+	}
+	_, err = send(dc)
+	return err
+}
+
 // roundTripData sends a request followed by data and reads the response
 // header.
 func (p *dataPool) roundTripData(ctx context.Context, addr string, q *wire.DataReq, data []byte) (*dataConn, *wire.DataResp, error) {
-	dc, err := p.get(ctx, addr)
+	var out *dataConn
+	var resp *wire.DataResp
+	err := p.retryStale(ctx, addr, func(dc *dataConn) (bool, error) {
+		var err error
+		resp, err = p.sendOn(ctx, dc, q, data)
+		out = dc
+		return resp != nil, err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
+	return out, resp, nil
+}
+
+// sendOn sends a request followed by data on dc and reads the response
+// header; on failure it closes dc.
+func (p *dataPool) sendOn(ctx context.Context, dc *dataConn, q *wire.DataReq, data []byte) (*wire.DataResp, error) {
 	dc.watch(ctx)
-	err = wire.WriteDataReq(dc.w, q)
+	err := wire.WriteDataReq(dc.w, q)
 	if err == nil && len(data) > 0 {
 		_, err = dc.w.Write(data)
 	}
@@ -128,9 +179,9 @@ func (p *dataPool) roundTripData(ctx context.Context, addr string, q *wire.DataR
 	}
 	if err != nil {
 		dc.nc.Close()
-		return nil, nil, ctxErr(ctx, fmt.Errorf("datanode %s: %w", addr, err))
+		return nil, ctxErr(ctx, fmt.Errorf("datanode %s: %w", dc.addr, err))
 	}
-	return dc, resp, nil
+	return resp, nil
 }
 
 // readBlock reads one block into buf (len ≥ blocksize) and checks it
@@ -211,10 +262,18 @@ func blameFor(addrs []string, msg string) []string {
 // itself and the datanode only verifies it, records its checksum and
 // forwards it: the data never crosses a socket to the first replica.
 func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) error {
-	dc, err := p.get(ctx, addrs[0])
-	if err != nil {
-		return &writeError{addrs[:1], err}
+	err := p.retryStale(ctx, addrs[0], func(dc *dataConn) (bool, error) {
+		return p.writeRunOn(ctx, dc, addrs, starts, tickets, blocks, crcs, bs, local)
+	})
+	var we *writeError
+	if err != nil && !errors.As(err, &we) {
+		err = &writeError{addrs[:1], err}
 	}
+	return err
+}
+
+// writeRunOn is writeRun on dc; answered says whether any answer came.
+func (p *dataPool) writeRunOn(ctx context.Context, dc *dataConn, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) (answered bool, err error) {
 	dc.watch(ctx)
 	errc := make(chan error, 1)
 	go func() {
@@ -252,7 +311,7 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 		if err != nil {
 			dc.nc.Close()
 			<-errc
-			return &writeError{addrs[:1], ctxErr(ctx, fmt.Errorf("datanode %s: %w", addrs[0], err))}
+			return i > 0, &writeError{addrs[:1], ctxErr(ctx, fmt.Errorf("datanode %s: %w", addrs[0], err))}
 		}
 		if resp.Status != wire.OK && firstErr == nil {
 			firstErr = &writeError{blameFor(addrs, resp.Msg), fmt.Errorf("datanode %s: block %d: %s", addrs[0], starts[0]+uint64(i), resp.Msg)}
@@ -260,13 +319,10 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 	}
 	if err := <-errc; err != nil {
 		dc.nc.Close()
-		return &writeError{addrs[:1], fmt.Errorf("datanode %s: %w", addrs[0], err)}
+		return true, &writeError{addrs[:1], fmt.Errorf("datanode %s: %w", addrs[0], err)}
 	}
 	p.put(dc)
-	if firstErr != nil {
-		return firstErr
-	}
-	return nil
+	return true, firstErr
 }
 
 // replicaAddrs returns the data addresses of x's replicas and the first
@@ -350,10 +406,13 @@ func ticketAt(ts [][]byte, i int) []byte {
 	return nil
 }
 
+// verify asks the datanode at addr to check count blocks from start
+// against their checksums; it returns the bad ones and the checksums the
+// datanode holds. A request that got no answer fails with a noAnswerError.
 func (p *dataPool) verify(ctx context.Context, addr string, start, count uint64, ticket []byte) ([]uint64, []uint32, error) {
 	dc, resp, err := p.roundTrip(ctx, addr, &wire.DataReq{Op: wire.DataVerify, Block: start, Count: uint32(count), Ticket: ticket})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, noAnswerError{err}
 	}
 	p.put(dc)
 	if resp.Status != wire.OK {

@@ -669,6 +669,11 @@ func (f *File) Truncate(size int64) error {
 			}
 			clear(tail[size%int64(f.bs):])
 		}
+		// A size change not sent yet (a growth earlier in this
+		// transaction) is superseded by this one; sent now it would be
+		// refused when it grows past a partly filled last block, whose
+		// dirty copy (growing) may just have been dropped.
+		f.resize = false
 		if err := f.flush(f.ctx); err != nil {
 			return err
 		}
@@ -881,7 +886,10 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 				lastErr = err
 				failed = true
 				var we *writeError
-				if errors.As(err, &we) {
+				// Tickets issued before a datanode's restart (or the
+				// namenode's) are refused: not the datanode's fault,
+				// the allocation is asked for again, with new tickets.
+				if errors.As(err, &we) && !strings.Contains(err.Error(), auth.ErrTicketOutdated.Error()) {
 					for _, rp := range x.Replicas {
 						info, _ := f.tx.c.node(rp.Node)
 						if slices.Contains(we.blame, info.Addr) {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -18,6 +19,12 @@ type FsckReport struct {
 	// namenode's check (under heavy concurrent writes); they were not
 	// checked. Run fsck again to check them.
 	Unsettled int
+	// Unchecked are the replicas the check could not ask about, one line
+	// each naming the path, the blocks and the datanode: its datanode is
+	// not registered with the namenode (down, or not yet back after a
+	// namenode restart) or did not answer. They are not known to be
+	// damaged; run fsck again once the datanode is back.
+	Unchecked []string
 }
 
 // fsckVerifiers bounds the verify requests in flight at a time.
@@ -46,9 +53,12 @@ func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
 		rep.Problems = append(rep.Problems, r.Problems...)
 		rep.Files += int(r.Counters[2])
 		rep.Unsettled = int(r.Counters[3])
-		rep.Problems = append(rep.Problems, c.verifyFiles(ctx, r.Files, &rep.Blocks)...)
+		problems, unchecked := c.verifyFiles(ctx, r.Files, &rep.Blocks)
+		rep.Problems = append(rep.Problems, problems...)
+		rep.Unchecked = append(rep.Unchecked, unchecked...)
 		if r.Counters[1] != 0 {
 			sort.Strings(rep.Problems)
+			sort.Strings(rep.Unchecked)
 			return rep, nil
 		}
 		token = r.Counters[0]
@@ -56,8 +66,9 @@ func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
 }
 
 // verifyFiles verifies every replica of the blocks listed and returns the
-// problems found, in the order of the list.
-func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, blocks *int) []string {
+// problems found and the replicas it could not ask about, in the order of
+// the list.
+func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, blocks *int) (problems, unchecked []string) {
 	type task struct {
 		path     string
 		size     int64
@@ -78,6 +89,7 @@ func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, block
 		}
 	}
 	out := make([][]string, len(tasks))
+	notAsked := make([]string, len(tasks))
 	sem := make(chan struct{}, fsckVerifiers)
 	var wg sync.WaitGroup
 	for i, t := range tasks {
@@ -86,13 +98,22 @@ func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, block
 		if !ok {
 			continue // the namenode reports blocks on unknown datanodes
 		}
+		first, last := t.x.Index+uint64(t.from), t.x.Index+uint64(t.to)-1
+		if !n.Alive || n.Addr == "" {
+			notAsked[i] = fmt.Sprintf("%s: blocks %d-%d on datanode %s: not checked: the datanode is not registered with the namenode (down, or not back yet after a namenode restart)", t.path, first, last, n.Identity)
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			x, start := t.x, rp.Start+uint64(t.from)
-			first, last := x.Index+uint64(t.from), x.Index+uint64(t.to)-1
 			bad, crcs, err := c.data.verify(ctx, n.Addr, start, uint64(t.to-t.from), ticketAt(x.Tickets, t.replica))
+			var na noAnswerError
+			if errors.As(err, &na) {
+				notAsked[i] = fmt.Sprintf("%s: blocks %d-%d on datanode %s (%s): not checked: %v", t.path, first, last, n.Identity, n.Addr, na.err)
+				return
+			}
 			if err != nil {
 				out[i] = append(out[i], fmt.Sprintf("%s: blocks %d-%d on datanode %s (%s): %v", t.path, first, last, n.Identity, n.Addr, err))
 				return
@@ -122,9 +143,11 @@ func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, block
 		}()
 	}
 	wg.Wait()
-	var problems []string
-	for _, p := range out {
+	for i, p := range out {
 		problems = append(problems, p...)
+		if notAsked[i] != "" {
+			unchecked = append(unchecked, notAsked[i])
+		}
 	}
-	return problems
+	return problems, unchecked
 }

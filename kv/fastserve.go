@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/plasmafs/plasma/internal/connlimit"
 )
 
 // Serve answers HTTP/1.1 on ln until Shutdown (then it returns nil).
@@ -34,26 +36,27 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errors.New("kv: Serve called twice")
 	}
 	hl := &handoffListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})}
-	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute, IdleTimeout: idleTimeout}
-	s.hl, s.ln = hl, ln
+	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute, IdleTimeout: idleTimeout, ConnState: connlimit.ConnState}
+	// The shared accept path: it outlasts running out of file descriptors
+	// and bounds idle and slow peers (internal/connlimit).
+	cl := connlimit.Listen(ln, connlimit.Options{Name: "kv serve"})
+	s.hl, s.ln = hl, cl
 	s.fastConns = map[*fastConn]struct{}{}
 	hs := s.hs
 	s.fastMu.Unlock()
 	go hs.Serve(hl)
 	for {
-		c, err := ln.Accept()
+		c, err := cl.Accept()
 		if err != nil {
 			if s.shuttingDown.Load() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond) // out of descriptors: let some close
-				continue
-			}
-			return err
+			return err // the listener was closed under Serve
 		}
-		fc := &fastConn{c: c, br: bufio.NewReaderSize(c, fastHeaderMax)}
+		// Writes go straight to the TCP connection, so that a response
+		// leaves in one writev; reads and Close through c, which keeps
+		// the listener's count.
+		fc := &fastConn{c: c, w: c.(*connlimit.Conn).NetConn(), br: bufio.NewReaderSize(c, fastHeaderMax)}
 		if !s.track(fc, true) {
 			c.Close()
 			return nil
@@ -105,6 +108,7 @@ const (
 // fastConn is a connection on the fast path.
 type fastConn struct {
 	c    net.Conn
+	w    net.Conn // what c wraps, for writes
 	br   *bufio.Reader
 	hdr  []byte      // response header, reused
 	bufs net.Buffers // header and value slices for one writev, reused
@@ -135,6 +139,7 @@ func (s *Server) serveFast(fc *fastConn) {
 	}()
 	for {
 		fc.idle.Store(true)
+		connlimit.SetIdle(fc.c, true)
 		if s.shuttingDown.Load() {
 			return
 		}
@@ -144,6 +149,8 @@ func (s *Server) serveFast(fc *fastConn) {
 		if err != nil {
 			return // EOF, timeout, broken connection, or Shutdown
 		}
+		connlimit.Admit(fc.c)
+		connlimit.SetIdle(fc.c, false)
 		if !req.fast {
 			fc.c.SetReadDeadline(time.Time{})
 			handed = s.hl.give(&prefixConn{Conn: fc.c, r: fc.br})
@@ -338,13 +345,13 @@ func (s *Server) fastServe(fc *fastConn, head bool, snap *Snapshot, key []byte) 
 		// Streamed past the cache, checked as it goes; an error after the
 		// header can only cut the response short (the connection closes,
 		// and the client sees fewer bytes than Content-Length).
-		if _, err := fc.c.Write(fc.hdr); err != nil {
+		if _, err := fc.w.Write(fc.hdr); err != nil {
 			return false, nil
 		}
 		snap.acquire()
 		val := &Value{s: snap, v: v}
 		defer val.Close()
-		_, err := val.stream(fc.c)
+		_, err := val.stream(fc.w)
 		return err == nil, nil
 	}
 }
@@ -394,7 +401,7 @@ func (fc *fastConn) send(head bool, body ...[]byte) bool {
 		}
 	}
 	fc.bufs = b[:0]
-	_, err := (*net.Buffers)(&b).WriteTo(fc.c)
+	_, err := (*net.Buffers)(&b).WriteTo(fc.w)
 	clear(fc.bufs[:cap(fc.bufs)]) // drop references to cached blocks
 	return err == nil
 }
@@ -479,6 +486,9 @@ type prefixConn struct {
 	net.Conn
 	r *bufio.Reader
 }
+
+// NetConn returns the connection c wraps (for connlimit.ConnState).
+func (c *prefixConn) NetConn() net.Conn { return c.Conn }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
 	if c.r != nil {

@@ -39,7 +39,7 @@ func runMapTask(t *testing.T, f Funcs, input string, readBuf int) ([]string, err
 	t.Helper()
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
-	err := f.RunTask("map", []string{FormatLines, "0"}, 1, bufio.NewReaderSize(strings.NewReader(input), readBuf), w)
+	err := f.runTask("map", []string{FormatLines, "0"}, 1, bufio.NewReaderSize(strings.NewReader(input), readBuf), w)
 	w.Flush()
 	return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"), err
 }

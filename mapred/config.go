@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/plasmafs/plasma/internal/mrexec"
+	"github.com/plasmafs/plasma/internal/units"
 )
 
 // Job describes a streaming MapReduce job: its directories in PlasmaFS and
@@ -119,7 +122,7 @@ func (j *Job) Validate() error {
 	if j.Map == "" {
 		return errors.New("map command missing")
 	}
-	if err := validExtractMode(j.ExtractMode); err != nil {
+	if err := mrexec.ValidExtractMode(j.ExtractMode); err != nil {
 		return err
 	}
 	switch j.InputFormat {
@@ -153,9 +156,9 @@ func (j *Job) Validate() error {
 	return nil
 }
 
-// LoadJob reads a job file in TOML (the flat subset: key = value lines,
-// with strings, integers, sizes such as "64M", booleans and arrays of
-// strings; # comments).
+// LoadJob reads a job file in TOML: top-level keys with strings,
+// integers, sizes (an integer or a string such as "64M"), booleans and
+// arrays of strings.
 func LoadJob(file string) (Job, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -168,183 +171,104 @@ func LoadJob(file string) (Job, error) {
 	return j, nil
 }
 
-// ParseJob parses a job file's text (see LoadJob).
+// ParseJob parses a job file's text (see LoadJob). A key given twice
+// (also under its two names, map and map_exec) is refused.
 func ParseJob(text string) (Job, error) {
 	var j Job
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		line := strings.TrimSpace(stripComment(lines[i]))
-		if line == "" {
-			continue
+	var values map[string]any
+	md, err := toml.Decode(text, &values)
+	if err != nil {
+		return j, err
+	}
+	given := map[any]string{} // field -> the key that set it
+	for _, key := range md.Keys() {
+		k := key.String()
+		if len(key) != 1 {
+			continue // a key inside a table; the table itself is refused below
 		}
-		lineNo := i + 1
-		if strings.HasPrefix(line, "[") {
-			return j, fmt.Errorf("line %d: tables are not supported (keys only)", lineNo)
+		field, err := j.set(k, values[k])
+		if err != nil {
+			return j, fmt.Errorf("%s: %w", k, err)
 		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			return j, fmt.Errorf("line %d: expected key = value", lineNo)
+		if other, ok := given[field]; ok {
+			return j, fmt.Errorf("%s: %s already given (the two names mean the same)", k, other)
 		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		// Arrays may span lines.
-		if strings.HasPrefix(v, "[") {
-			for !strings.HasSuffix(v, "]") && i+1 < len(lines) {
-				i++
-				v += " " + strings.TrimSpace(stripComment(lines[i]))
-			}
-		}
-		if err := j.set(k, v); err != nil {
-			return j, fmt.Errorf("line %d: %s: %w", lineNo, k, err)
-		}
+		given[field] = k
 	}
 	return j, nil
 }
 
-// stripComment removes a # comment outside quotes.
-func stripComment(s string) string {
-	var q byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case q != 0 && c == '\\' && q == '"':
-			i++
-		case q != 0 && c == q:
-			q = 0
-		case q == 0 && (c == '"' || c == '\''):
-			q = c
-		case q == 0 && c == '#':
-			return s[:i]
+// jobSize is a size in a job file: an integer or a string ParseSize
+// takes.
+func jobSize(v any) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		if v < 0 {
+			return 0, fmt.Errorf("%d: negative", v)
 		}
+		return v, nil
+	case string:
+		return units.ParseSize(v)
 	}
-	return s
+	return 0, fmt.Errorf("%v: not a size (an integer or a string such as \"64M\")", v)
 }
 
-func parseString(v string) (string, error) {
-	switch {
-	case len(v) >= 6 && strings.HasPrefix(v, `'''`) && strings.HasSuffix(v, `'''`):
-		return v[3 : len(v)-3], nil
-	case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
-		return v[1 : len(v)-1], nil
-	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
-		return strconv.Unquote(v)
-	}
-	return "", fmt.Errorf("%s: not a string", v)
-}
-
-func parseInt(v string) (int64, error) {
-	if s, err := parseString(v); err == nil {
-		return ParseSize(s)
-	}
-	return ParseSize(strings.ReplaceAll(v, "_", ""))
-}
-
-// ParseSize parses a byte count: 65536, 64K, 1M, 4G, 1T.
-func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mul := int64(1)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k', 'K':
-			mul = 1 << 10
-		case 'm', 'M':
-			mul = 1 << 20
-		case 'g', 'G':
-			mul = 1 << 30
-		case 't', 'T':
-			mul = 1 << 40
-		}
-		if mul != 1 {
-			s = s[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mul {
-		return 0, fmt.Errorf("%q: not a size", s)
-	}
-	return n * mul, nil
-}
-
-func parseStrings(v string) ([]string, error) {
-	if !strings.HasPrefix(v, "[") || !strings.HasSuffix(v, "]") {
-		return nil, errors.New("not an array of strings")
-	}
-	in := strings.TrimSpace(v[1 : len(v)-1])
-	var out []string
-	for in != "" {
-		var end int
-		switch in[0] {
-		case '"':
-			end = 1
-			for end < len(in) && in[end] != '"' {
-				if in[end] == '\\' {
-					end++
-				}
-				end++
-			}
-		case '\'':
-			end = 1 + strings.IndexByte(in[1:], '\'')
-			if end == 0 {
-				end = len(in)
-			}
-		default:
-			return nil, errors.New("not an array of strings")
-		}
-		if end >= len(in) {
-			return nil, errors.New("unterminated string")
-		}
-		s, err := parseString(in[:end+1])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-		in = strings.TrimSpace(in[end+1:])
-		in = strings.TrimSpace(strings.TrimPrefix(in, ","))
-	}
-	return out, nil
-}
-
-func (j *Job) set(k, v string) error {
+// set sets the field key k names to v and returns the field's address.
+func (j *Job) set(k string, v any) (any, error) {
 	str := map[string]*string{"name": &j.Name, "input": &j.Input, "output": &j.Output, "work": &j.Work, "log": &j.Log,
 		"map": &j.Map, "reduce": &j.Reduce, "map_exec": &j.Map, "reduce_exec": &j.Reduce, "input_format": &j.InputFormat, "combine": &j.Combine, "combine_exec": &j.Combine,
 		"input_dir": &j.Input, "output_dir": &j.Output, "work_dir": &j.Work, "log_dir": &j.Log, "extract_mode": &j.ExtractMode}
 	ints := map[string]*int{"record_size": &j.RecordSize, "partitions": &j.Partitions, "max_attempts": &j.MaxAttempts, "rep": &j.Rep, "output_rep": &j.OutputRep, "local_slots": &j.LocalSlots}
 	sizes := map[string]*int64{"split_size": &j.SplitSize, "sort_buffer": &j.SortBuffer, "bigblock_size": &j.SplitSize, "buffer_size": &j.SortBuffer}
 	if p, ok := str[k]; ok {
-		s, err := parseString(v)
+		s, ok := v.(string)
+		if !ok {
+			return p, fmt.Errorf("%v: not a string", v)
+		}
 		*p = s
-		return err
+		return p, nil
 	}
 	if p, ok := ints[k]; ok {
-		n, err := parseInt(v)
+		n, err := jobSize(v)
 		if err != nil {
-			return err
+			return p, err
 		}
 		if n > 1<<30 {
-			return fmt.Errorf("%d: too large", n)
+			return p, fmt.Errorf("%d: too large", n)
 		}
 		*p = int(n)
-		return nil
+		return p, nil
 	}
 	if p, ok := sizes[k]; ok {
-		n, err := parseInt(v)
+		n, err := jobSize(v)
 		*p = n
-		return err
+		return p, err
 	}
 	switch k {
 	case "taskservers":
-		s, err := parseStrings(v)
-		j.TaskServers = s
-		return err
-	case "keep_work":
-		switch v {
-		case "true":
-			j.KeepWork = true
-		case "false":
-			j.KeepWork = false
-		default:
-			return errors.New("not a boolean")
+		vs, ok := v.([]any)
+		if !ok {
+			return &j.TaskServers, errors.New("not an array of strings")
 		}
-		return nil
+		j.TaskServers = nil
+		for _, e := range vs {
+			s, ok := e.(string)
+			if !ok {
+				return &j.TaskServers, errors.New("not an array of strings")
+			}
+			j.TaskServers = append(j.TaskServers, s)
+		}
+		return &j.TaskServers, nil
+	case "keep_work":
+		b, ok := v.(bool)
+		if !ok {
+			return &j.KeepWork, errors.New("not a boolean")
+		}
+		j.KeepWork = b
+		return &j.KeepWork, nil
 	}
-	return errors.New("unknown key")
+	if _, ok := v.(map[string]any); ok {
+		return nil, errors.New("tables are not supported (keys only)")
+	}
+	return nil, errors.New("unknown key")
 }

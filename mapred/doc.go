@@ -3,12 +3,19 @@
 // datanodes ('plasma mr taskserver', started by 'plasma cluster up') or in
 // the submitting process.
 //
+// This package is what a job author needs: Job (LoadJob for job files),
+// Funcs for a job in Go, Run, its Report, and the Status of running and
+// finished jobs (ReadStatus, ListJobs, Kill, WebHandler). The tasks
+// themselves, the task servers and the coordinator's side of them (Task,
+// Result, Runner, TaskServer, Remote, task users, delegated credentials)
+// are in internal/mrexec.
+//
 // A job (Job, read from TOML by 'plasma mr run') is split into map tasks
-// over contiguous blocks of its input files (PlanSplits; a record never
+// over contiguous blocks of its input files (planSplits; a record never
 // spans two tasks) and scheduled on the runner paired with the datanode
 // holding most of a split's blocks. A map task feeds its records to the
 // job's executable (streaming: any program reading records on stdin and
-// writing "key TAB value" lines; or a Go program built with Funcs.Serve,
+// writing "key TAB value" lines; or a Go program built with Funcs.ServeTask,
 // which combines in its own process when it has a combiner), sorts the
 // output by partition and key in a bounded buffer, spills sorted runs to
 // PlasmaFS scratch files, merges them into one file per attempt with a

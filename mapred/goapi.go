@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
 
 // Emit writes one record of a Go-API job's output: a key, which may not
@@ -17,7 +19,7 @@ import (
 type Emit func(key, value []byte) error
 
 // Funcs are a job's functions in Go. A Go-API job is one executable: its
-// main calls Serve first, which turns the process into a task when a task
+// main calls ServeTask first, which turns the process into a task when a task
 // server starts it so, and otherwise submits the job (Job.Use, Run). The
 // task servers run the same executable, at the same path on every host,
 // as the original Plasma required the same executable on every node.
@@ -46,23 +48,31 @@ const defaultCombineMemory = 32 << 20
 // taskArg marks a process started as a task of a Go-API job.
 const taskArg = "__plasmamr_task"
 
-// Serve runs this process as a task and exits if it was started as one
-// (see Funcs); otherwise it returns at once. Call it first in main.
-func (f Funcs) Serve() {
+// ServeTask runs this process as a task if a task server started it so,
+// and reports whether it did, with the task's error. Call it first in
+// main, and return when it was a task (exiting non-zero on an error):
+//
+//	if task, err := funcs.ServeTask(); task {
+//		if err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//		return
+//	}
+func (f Funcs) ServeTask() (bool, error) {
 	if len(os.Args) < 3 || os.Args[1] != taskArg {
-		return
+		return false, nil
 	}
 	parts, _ := strconv.Atoi(os.Getenv("PLASMAMR_PARTITIONS"))
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
-	err := f.RunTask(os.Args[2], os.Args[3:], parts, bufio.NewReaderSize(os.Stdin, 64<<10), w)
+	err := f.runTask(os.Args[2], os.Args[3:], parts, bufio.NewReaderSize(os.Stdin, 64<<10), w)
 	if err == nil {
 		err = w.Flush()
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s task: %v\n", os.Args[2], err)
-		os.Exit(1)
+		return true, fmt.Errorf("%s task: %w", os.Args[2], err)
 	}
-	os.Exit(0)
+	return true, nil
 }
 
 // Use makes j run f: its map, combine and reduce commands run exe (an
@@ -91,10 +101,10 @@ func (j *Job) Use(exe string, f Funcs) error {
 	return nil
 }
 
-// RunTask runs one task of kind "map" (args: input format, record size),
-// "combine" or "reduce" over r, writing to w: what Serve does in a task
+// runTask runs one task of kind "map" (args: input format, record size),
+// "combine" or "reduce" over r, writing to w: what ServeTask does in a task
 // process. parts is the job's number of partitions.
-func (f Funcs) RunTask(kind string, args []string, parts int, r *bufio.Reader, w *bufio.Writer) error {
+func (f Funcs) runTask(kind string, args []string, parts int, r *bufio.Reader, w *bufio.Writer) error {
 	switch kind {
 	case "map":
 		if len(args) != 2 {
@@ -210,7 +220,7 @@ func readRecords(r *bufio.Reader, format string, size int, fn func([]byte) error
 				return fmt.Errorf("a cut record length: %w", err)
 			}
 			n := binary.BigEndian.Uint32(hdr[:])
-			if n > maxPrefixedRecord {
+			if n > mrexec.MaxPrefixedRecord {
 				return fmt.Errorf("record of %d bytes", n)
 			}
 			rec := make([]byte, n)

@@ -15,41 +15,8 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
-
-// Runner runs task attempts somewhere: in this process or on a task
-// server.
-type Runner interface {
-	Worker() Worker
-	Slots() int
-	// Run runs an attempt. An error means the runner could not say how
-	// the attempt went (e.g. its task server died); a failed attempt is a
-	// Result with Error set.
-	Run(ctx context.Context, t Task) (Result, error)
-	// Alive says whether the runner can still take tasks.
-	Alive(ctx context.Context) bool
-}
-
-// Local runs tasks in goroutines of this process.
-type Local struct {
-	C     *client.Client
-	N     int
-	Node  string // the local datanode's identity, if any
-	Label string
-}
-
-func (l *Local) Worker() Worker {
-	name := l.Label
-	if name == "" {
-		name = "local"
-	}
-	return Worker{Name: name, Node: l.Node}
-}
-func (l *Local) Slots() int                     { return l.N }
-func (l *Local) Alive(ctx context.Context) bool { return true }
-func (l *Local) Run(ctx context.Context, t Task) (Result, error) {
-	return Execute(ctx, l.C, l.Worker(), t), nil
-}
 
 // Attempt is the record of one task attempt, for the report.
 type Attempt struct {
@@ -133,11 +100,15 @@ func (r *Report) Text() string {
 	return b.String()
 }
 
+// Counters count a job's records and bytes.
+type Counters = mrexec.Counters
+
 // Options of Run.
 type Options struct {
-	// Runners run the tasks; none means a Local runner with the job's
-	// LocalSlots.
-	Runners []Runner
+	// Runners run the tasks: plasma's own commands set them (task
+	// servers, internal/mrexec); none, as a job author leaves it, means
+	// in-process slots (Job.LocalSlots).
+	Runners []mrexec.Runner
 	// Log receives progress lines.
 	Log io.Writer
 	// CredentialLifetime is how long the credential delegated to the
@@ -151,13 +122,13 @@ const DefaultCredentialLifetime = 24 * time.Hour
 
 // delegatingRunner is a runner whose tasks carry the job's delegated
 // credential.
-type delegatingRunner interface{ needsDelegation() bool }
+type delegatingRunner interface{ NeedsDelegation() bool }
 
 // delegate asks the namenode for the credential the job's tasks run with
 // on task servers, if a runner needs one (nil otherwise).
-func delegate(ctx context.Context, c *client.Client, runners []Runner, job string, lifetime time.Duration) ([]byte, error) {
+func delegate(ctx context.Context, c *client.Client, runners []mrexec.Runner, job string, lifetime time.Duration) ([]byte, error) {
 	for _, r := range runners {
-		if d, ok := r.(delegatingRunner); ok && d.needsDelegation() {
+		if d, ok := r.(delegatingRunner); ok && d.NeedsDelegation() {
 			if lifetime <= 0 {
 				lifetime = DefaultCredentialLifetime
 			}
@@ -179,12 +150,12 @@ func newJobID() string {
 
 // taskState is a task's scheduling state.
 type taskState struct {
-	t        Task
+	t        mrexec.Task
 	node     string // preferred datanode
 	attempts int
 	avoid    string // the worker of the last failed attempt
 	done     bool
-	result   Result
+	result   mrexec.Result
 }
 
 // scheduler hands tasks of one phase to runner slots.
@@ -214,7 +185,7 @@ func (s *scheduler) noteRunning(delta int) {
 }
 
 // next returns a task for a slot of w, nil when the phase is over.
-func (s *scheduler) next(w Worker) *taskState {
+func (s *scheduler) next(w mrexec.Worker) *taskState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -285,56 +256,122 @@ func (s *scheduler) slotsOn(node string) int {
 	return n
 }
 
-// runJob runs job j, whose directories are all in PlasmaFS (Run).
+// runJob runs job j, whose directories are all in PlasmaFS (Run), phase
+// by phase: check the directories, create the job's own, plan the map
+// tasks, run the maps, then the reduces, commit the output, and finish
+// (clean up, report and log) whatever happened.
 func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report, error) {
 	j.Defaults()
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
+	// A kill request ('plasma mr kill') cancels ctx with ErrKilled.
+	ctx, kill := context.WithCancelCause(ctx)
+	defer kill(nil)
+	r := newJobRun(c, j, opt)
+	stats0, _ := c.NamenodeStats(ctx)
+	if err := r.checkDirs(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.createDirs(ctx); err != nil {
+		return nil, err
+	}
+	stopMonitor := monitor(ctx, c, kill, &r.mu, r.rep, r.st)
+	maps, err := r.planMaps(ctx)
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err == nil {
+		r.logf("Starting %d map tasks on %d runners", len(maps), len(r.runners))
+		r.setPhase("map")
+		err = r.runPhase(jctx, cancel, maps)
+	}
+	var reduces []*taskState
+	if err == nil {
+		reduces = r.reduceTasks(maps)
+		r.logf("Map phase done; starting %d reduce tasks", len(reduces))
+		r.setPhase("reduce")
+		err = r.runPhase(jctx, cancel, reduces)
+	}
+	if err == nil {
+		r.setPhase("commit")
+		err = r.commitOutput(ctx, reduces)
+	}
+	stopMonitor()
+	return r.finish(ctx, stats0, err)
+}
+
+// jobRun is one run of a job: its report and status (guarded by mu while
+// phases run), and what the phases share.
+type jobRun struct {
+	c       *client.Client
+	j       Job
+	opt     Options
+	runners []mrexec.Runner
+	logf    func(format string, args ...any)
+	start   time.Time
+	id, dir string // the job's id and its directory in the work directory
+	base    mrexec.Task
+
+	mu  sync.Mutex
+	rep *Report
+	st  *Status
+
+	area, busy float64         // integral of running tasks over the phases' time, and that time
+	dead       map[string]bool // runners that died in an earlier phase
+}
+
+func newJobRun(c *client.Client, j Job, opt Options) *jobRun {
 	logw := opt.Log
 	if logw == nil {
 		logw = io.Discard
 	}
-	logf := func(format string, args ...any) {
+	r := &jobRun{c: c, j: j, opt: opt, runners: opt.Runners, start: time.Now(), id: newJobID(), dead: map[string]bool{}}
+	r.logf = func(format string, args ...any) {
 		fmt.Fprintf(logw, "[%s] [info] %s\n", time.Now().Format(time.DateTime), fmt.Sprintf(format, args...))
 	}
-	runners := opt.Runners
-	if len(runners) == 0 {
-		runners = []Runner{&Local{C: c, N: j.LocalSlots}}
+	if len(r.runners) == 0 {
+		r.runners = []mrexec.Runner{&mrexec.Local{C: c, N: j.LocalSlots}}
 	}
-	start := time.Now()
-	id := newJobID()
-	dir := path.Join(j.Work, id)
-	// A kill request ('plasma mr kill') cancels ctx with ErrKilled.
-	ctx, kill := context.WithCancelCause(ctx)
-	defer kill(nil)
-	rep := &Report{JobID: id, Name: j.Name, Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log}
-	for _, r := range runners {
-		w := r.Worker()
-		rep.Runners = append(rep.Runners, fmt.Sprintf("%s(%d slots, datanode %q)", w.Name, r.Slots(), w.Node))
+	r.dir = path.Join(j.Work, r.id)
+	r.rep = &Report{JobID: r.id, Name: j.Name, Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log}
+	for _, rn := range r.runners {
+		w := rn.Worker()
+		r.rep.Runners = append(r.rep.Runners, fmt.Sprintf("%s(%d slots, datanode %q)", w.Name, rn.Slots(), w.Node))
 	}
-	stats0, _ := c.NamenodeStats(ctx)
+	return r
+}
 
-	// Checking: the output must not exist; the input must.
-	if _, err := c.Lookup(ctx, j.Output); err == nil {
-		return nil, fmt.Errorf("output %s exists", j.Output)
+// checkDirs checks that the output does not exist and the input does.
+func (r *jobRun) checkDirs(ctx context.Context) error {
+	if _, err := r.c.Lookup(ctx, r.j.Output); err == nil {
+		return fmt.Errorf("output %s exists", r.j.Output)
 	} else if !errors.Is(err, client.ErrNotFound) {
-		return nil, err
+		return err
 	}
-	if fi, err := c.Lookup(ctx, j.Input); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
+	if fi, err := r.c.Lookup(ctx, r.j.Input); err != nil {
+		return fmt.Errorf("input: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("input %s is not a directory", j.Input)
+		return fmt.Errorf("input %s is not a directory", r.j.Input)
 	}
-	cred, err := delegate(ctx, c, runners, id, opt.CredentialLifetime)
+	return nil
+}
+
+// createDirs gets the tasks' delegated credential, if the runners need
+// one, and creates the work and log directories, the job's own and its
+// first status, in one transaction.
+func (r *jobRun) createDirs(ctx context.Context) error {
+	j, id, dir := r.j, r.id, r.dir
+	cred, err := delegate(ctx, r.c, r.runners, id, r.opt.CredentialLifetime)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	logf("Job %s (%s): planning", id, j.Name)
+	r.base = mrexec.Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Credential: cred,
+		JobName: j.Name, InputDir: j.Input, OutputDir: j.Output, LogDir: j.Log, BigblockSize: j.SplitSize}
+	r.logf("Job %s (%s): planning", id, j.Name)
 	host, _ := os.Hostname()
-	st := &Status{JobID: id, Name: j.Name, State: StateRunning, Phase: "planning", Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log,
-		ReduceTasks: j.Partitions, Host: host, PID: os.Getpid(), Started: start}
-	err = c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+	r.st = &Status{JobID: id, Name: j.Name, State: StateRunning, Phase: "planning", Input: j.Input, Output: j.Output, Work: j.Work, Log: j.Log,
+		ReduceTasks: j.Partitions, Host: host, PID: os.Getpid(), Started: r.start}
+	err = r.c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 		if _, err := tx.MkdirAll(ctx, j.Work, 0o755); err != nil {
 			return err
 		}
@@ -350,16 +387,22 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 		if _, err := tx.Mkdir(ctx, path.Join(j.Log, id), 0o755); err != nil {
 			return err
 		}
-		return writeStatus(ctx, tx, st)
+		return writeStatus(ctx, tx, r.st)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("work directory: %w", err)
+		return fmt.Errorf("work directory: %w", err)
 	}
-	rep.JobCommits++
-	var mu sync.Mutex // guards rep and st while phases run
-	stopMonitor := monitor(ctx, c, kill, &mu, rep, st)
-	ptx, _ := c.Begin(ctx)
-	splits, bs, err := PlanSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
+	r.rep.JobCommits++
+	return nil
+}
+
+// planMaps cuts the input into the map tasks, each preferring the
+// datanode that holds most of its split. The tasks it could plan come
+// back with the error of a file it could not.
+func (r *jobRun) planMaps(ctx context.Context) ([]*taskState, error) {
+	j := r.j
+	ptx, _ := r.c.Begin(ctx)
+	splits, bs, err := planSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
 		f, _ := splitFormat(j, file)
 		return f.Kind == FormatLengthPrefixed
 	})
@@ -368,20 +411,18 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 		err = fmt.Errorf("planning: %w", err)
 	}
 	if bs == 0 {
-		if st, err := c.FsStat(ctx); err == nil {
+		if st, err := r.c.FsStat(ctx); err == nil {
 			bs = int64(st.Blocksize)
 		}
 	}
-	rep.MapTasks, rep.ReduceTasks = len(splits), j.Partitions
-	mu.Lock()
-	st.MapTasks = len(splits)
-	mu.Unlock()
-
-	base := Task{Job: id, Dir: dir, Partitions: j.Partitions, SortBuffer: j.SortBuffer, Blocksize: bs, Credential: cred,
-		JobName: j.Name, InputDir: j.Input, OutputDir: j.Output, LogDir: j.Log, BigblockSize: j.SplitSize}
+	r.base.Blocksize = bs
+	r.rep.MapTasks, r.rep.ReduceTasks = len(splits), j.Partitions
+	r.mu.Lock()
+	r.st.MapTasks = len(splits)
+	r.mu.Unlock()
 	var maps []*taskState
 	for i, s := range splits {
-		t := base
+		t := r.base
 		t.Kind, t.Index, t.Command, t.Rep = "map", i, j.Map, j.Rep
 		t.Combine, t.MapPartitions, t.ExtractMode = j.Combine, j.MapPartitions, j.ExtractMode
 		t.Input, t.Start, t.End = s.File, s.Start, s.End
@@ -392,149 +433,153 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 		t.Format, t.RecordSize = f.Kind, f.Size
 		maps = append(maps, &taskState{t: t, node: s.Node})
 	}
-	jctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var area, busy float64
-	dead := map[string]bool{} // runners that died in an earlier phase
-	phase := func(tasks []*taskState) error {
-		s := &scheduler{pending: append([]*taskState(nil), tasks...), left: len(tasks), live: map[string]bool{}, nodes: map[string]bool{},
-			nodeOf: map[string]string{}, slots: map[string]int{}, cancel: cancel, lastChange: time.Now()}
-		s.cond = sync.NewCond(&s.mu)
-		for _, r := range runners {
-			w := r.Worker()
-			if dead[w.Name] {
-				continue
-			}
-			s.live[w.Name] = true
-			s.slots[w.Name] = r.Slots()
-			s.nodeOf[w.Name] = w.Node
-			if w.Node != "" {
-				s.nodes[w.Node] = true
-			}
-		}
-		phaseStart := time.Now()
-		var wg sync.WaitGroup
-		slots := 0
-		for _, r := range runners {
-			if dead[r.Worker().Name] {
-				continue
-			}
-			for range r.Slots() {
-				slots++
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					runSlot(jctx, s, r, j, &mu, rep, logf)
-				}()
-			}
-		}
-		// Slots that end because their runner died leave the others.
-		wg.Wait()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.noteRunning(0)
-		for _, r := range runners {
-			if !s.live[r.Worker().Name] {
-				dead[r.Worker().Name] = true
-			}
-		}
-		area += s.area
-		busy += time.Since(phaseStart).Seconds()
-		if s.err == nil && s.left > 0 {
-			s.err = errors.New("no live task runner left")
-		}
-		return s.err
-	}
-	setPhase := func(p string) {
-		mu.Lock()
-		st.Phase = p
-		mu.Unlock()
-	}
-	if err == nil {
-		logf("Starting %d map tasks on %d runners", len(maps), len(runners))
-		setPhase("map")
-		err = phase(maps)
+	return maps, err
+}
+
+// reduceTasks are the reduce tasks, one per partition, each reading its
+// partition of every map output.
+func (r *jobRun) reduceTasks(maps []*taskState) []*taskState {
+	var outs []string
+	for _, m := range maps {
+		outs = append(outs, m.result.Output)
 	}
 	var reduces []*taskState
-	if err == nil {
-		var outs []string
-		for _, m := range maps {
-			outs = append(outs, m.result.Output)
-		}
-		for p := 0; p < j.Partitions; p++ {
-			t := base
-			t.Kind, t.Index, t.Command, t.Rep, t.Inputs = "reduce", p, j.Reduce, j.OutputRep, outs
-			reduces = append(reduces, &taskState{t: t})
-		}
-		logf("Map phase done; starting %d reduce tasks", len(reduces))
-		setPhase("reduce")
-		err = phase(reduces)
+	for p := 0; p < r.j.Partitions; p++ {
+		t := r.base
+		t.Kind, t.Index, t.Command, t.Rep, t.Inputs = "reduce", p, r.j.Reduce, r.j.OutputRep, outs
+		reduces = append(reduces, &taskState{t: t})
 	}
-	if err == nil {
-		setPhase("commit")
-		// The output appears whole, in one transaction.
-		err = c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-			out := dir + "/output"
-			if _, err := tx.Mkdir(ctx, out, 0o755); err != nil {
+	return reduces
+}
+
+// runPhase runs tasks on the slots of the runners still alive until all
+// succeeded or one failed for good (then cancel stops the others).
+func (r *jobRun) runPhase(jctx context.Context, cancel context.CancelFunc, tasks []*taskState) error {
+	s := &scheduler{pending: append([]*taskState(nil), tasks...), left: len(tasks), live: map[string]bool{}, nodes: map[string]bool{},
+		nodeOf: map[string]string{}, slots: map[string]int{}, cancel: cancel, lastChange: time.Now()}
+	s.cond = sync.NewCond(&s.mu)
+	for _, rn := range r.runners {
+		w := rn.Worker()
+		if r.dead[w.Name] {
+			continue
+		}
+		s.live[w.Name] = true
+		s.slots[w.Name] = rn.Slots()
+		s.nodeOf[w.Name] = w.Node
+		if w.Node != "" {
+			s.nodes[w.Node] = true
+		}
+	}
+	phaseStart := time.Now()
+	var wg sync.WaitGroup
+	for _, rn := range r.runners {
+		if r.dead[rn.Worker().Name] {
+			continue
+		}
+		for range rn.Slots() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runSlot(jctx, s, rn, r.j, &r.mu, r.rep, r.logf)
+			}()
+		}
+	}
+	// Slots that end because their runner died leave the others.
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noteRunning(0)
+	for _, rn := range r.runners {
+		if !s.live[rn.Worker().Name] {
+			r.dead[rn.Worker().Name] = true
+		}
+	}
+	r.area += s.area
+	r.busy += time.Since(phaseStart).Seconds()
+	if s.err == nil && s.left > 0 {
+		s.err = errors.New("no live task runner left")
+	}
+	return s.err
+}
+
+func (r *jobRun) setPhase(p string) {
+	r.mu.Lock()
+	r.st.Phase = p
+	r.mu.Unlock()
+}
+
+// commitOutput makes the output appear whole, in one transaction: the
+// reduce outputs renamed to part files of a directory renamed to the
+// job's output.
+func (r *jobRun) commitOutput(ctx context.Context, reduces []*taskState) error {
+	err := r.c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		out := r.dir + "/output"
+		if _, err := tx.Mkdir(ctx, out, 0o755); err != nil {
+			return err
+		}
+		for p, rt := range reduces {
+			if err := tx.Rename(ctx, rt.result.Output, fmt.Sprintf("%s/part-%05d", out, p)); err != nil {
 				return err
 			}
-			for p, r := range reduces {
-				if err := tx.Rename(ctx, r.result.Output, fmt.Sprintf("%s/part-%05d", out, p)); err != nil {
-					return err
-				}
-			}
-			if err := tx.Rename(ctx, out, j.Output); err != nil {
-				return fmt.Errorf("output %s: %w", j.Output, err)
-			}
-			return nil
-		})
-		if err == nil {
-			mu.Lock() // the monitor counts its status commits here too
-			rep.JobCommits++
-			mu.Unlock()
 		}
+		if err := tx.Rename(ctx, out, r.j.Output); err != nil {
+			return fmt.Errorf("output %s: %w", r.j.Output, err)
+		}
+		return nil
+	})
+	if err == nil {
+		r.mu.Lock() // the monitor counts its status commits here too
+		r.rep.JobCommits++
+		r.mu.Unlock()
 	}
-	stopMonitor()
-	rep.Wallclock = time.Since(start)
-	if busy > 0 {
-		rep.AvgRunningTasks = area / busy
+	return err
+}
+
+// finish completes the report with how the job ended (err), removes the
+// job's directory unless kept, and writes the report, the final status
+// and the failed attempts' stderr to the log directory; it does so also
+// for a job interrupted by the user (context.WithoutCancel), which
+// leaves its logs and no garbage.
+func (r *jobRun) finish(ctx context.Context, stats0 client.Stats, err error) (*Report, error) {
+	rep, st := r.rep, r.st
+	rep.Wallclock = time.Since(r.start)
+	if r.busy > 0 {
+		rep.AvgRunningTasks = r.area / r.busy
 	}
 	if err != nil && errors.Is(context.Cause(ctx), ErrKilled) {
 		err = ErrKilled
 		rep.Status, rep.Error = StateKilled, err.Error()
-		logf("Job killed")
+		r.logf("Job killed")
 	} else if err != nil {
 		rep.Status, rep.Error = "failed", err.Error()
-		logf("Job failed: %v", err)
+		r.logf("Job failed: %v", err)
 	} else {
 		rep.Status = "successful"
-		logf("Finished job")
+		r.logf("Finished job")
 	}
-	// Clean up and write the logs (with context.WithoutCancel: a job
-	// interrupted by the user still leaves its logs and no garbage).
 	cctx := context.WithoutCancel(ctx)
-	if !j.KeepWork {
-		if cerr := removeTree(cctx, c, dir); cerr != nil {
-			logf("Removing %s: %v", dir, cerr)
+	if !r.j.KeepWork {
+		if cerr := removeTree(cctx, r.c, r.dir); cerr != nil {
+			r.logf("Removing %s: %v", r.dir, cerr)
 		} else {
 			rep.JobCommits++
 		}
 	}
 	rep.JobCommits++ // the log commit below
-	if stats1, serr := c.NamenodeStats(cctx); serr == nil {
+	if stats1, serr := r.c.NamenodeStats(cctx); serr == nil {
 		rep.NamenodeCommits = stats1.Commits - stats0.Commits + 1
 	}
 	st.State, st.Phase, st.Error = rep.Status, "done", rep.Error
 	st.MapsDone, st.ReducesDone, st.FailedAttempts = doneTasks(rep)
-	if lerr := writeLogs(cctx, c, j.Log, rep, st); lerr != nil {
-		logf("Writing logs to %s: %v", j.Log, lerr)
+	if lerr := writeLogs(cctx, r.c, r.j.Log, rep, st); lerr != nil {
+		r.logf("Writing logs to %s: %v", r.j.Log, lerr)
 		rep.JobCommits--
 	}
 	return rep, err
 }
 
 // runSlot runs tasks of s on r until the phase ends.
-func runSlot(ctx context.Context, s *scheduler, r Runner, j Job, mu *sync.Mutex, rep *Report, logf func(string, ...any)) {
+func runSlot(ctx context.Context, s *scheduler, r mrexec.Runner, j Job, mu *sync.Mutex, rep *Report, logf func(string, ...any)) {
 	w := r.Worker()
 	for {
 		ts := s.next(w)
@@ -555,7 +600,7 @@ func runSlot(ctx context.Context, s *scheduler, r Runner, j Job, mu *sync.Mutex,
 			Local: t.Kind == "map" && ts.node != "" && ts.node == w.Node}
 		mu.Lock()
 		rep.Attempts = append(rep.Attempts, a)
-		rep.Counters.add(res.Counters)
+		rep.Counters.Add(res.Counters)
 		rep.JobCommits += res.Commits
 		rep.InputFiles += res.Inputs
 		rep.NonLocalInputs += res.NonLocal

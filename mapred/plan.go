@@ -6,18 +6,19 @@ import (
 	"strings"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
 
-// Split is one map task's input: bytes [Start, End) of a file, made of
+// inputSplit is one map task's input: bytes [Start, End) of a file, made of
 // contiguous blocks that all have a replica on datanode Node ("" if the
 // blocks have no replica in common, e.g. holes).
-type Split struct {
+type inputSplit struct {
 	File       string
 	Start, End int64
 	Node       string
 }
 
-// PlanSplits lists the regular files of dir (names starting with '.' or
+// planSplits lists the regular files of dir (names starting with '.' or
 // '_' are skipped, as Hadoop does) and cuts them into splits of at most
 // splitSize bytes (rounded down to whole blocks, at least one block), each
 // a run of blocks sharing a datanode.
@@ -25,13 +26,13 @@ type Split struct {
 // A file of a format that cannot be cut anywhere but at its start
 // (whole reports it, given its path) is one split, placed on the datanode
 // holding most of it.
-func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64, whole func(path string) bool) ([]Split, int64, error) {
+func planSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64, whole func(path string) bool) ([]inputSplit, int64, error) {
 	ents, err := tx.ReadDirPlus(ctx, dir)
 	if err != nil {
 		return nil, 0, err
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
-	var out []Split
+	var out []inputSplit
 	var bs int64
 	load := map[string]int{} // splits assigned per datanode, to spread ties
 	for _, e := range ents {
@@ -59,7 +60,7 @@ func PlanSplits(ctx context.Context, tx *client.Txn, dir string, splitSize int64
 
 // splitFile cuts one file: blocks are added to the current split while
 // some datanode holds all of them and the split is below splitSize.
-func splitFile(path string, size, bs, splitSize int64, xs []client.Extent, load map[string]int) []Split {
+func splitFile(path string, size, bs, splitSize int64, xs []client.Extent, load map[string]int) []inputSplit {
 	perSplit := max(1, splitSize/bs)
 	nblocks := (size + bs - 1) / bs
 	holders := make([][]string, nblocks) // datanodes of each block (nil: a hole)
@@ -74,11 +75,11 @@ func splitFile(path string, size, bs, splitSize int64, xs []client.Extent, load 
 			holders[i] = ids
 		}
 	}
-	var out []Split
+	var out []inputSplit
 	var cur []string // candidate datanodes of the current split; nil: any
 	start := int64(0)
 	finish := func(endBlock int64) {
-		s := Split{File: path, Start: start * bs, End: min(endBlock*bs, size)}
+		s := inputSplit{File: path, Start: start * bs, End: min(endBlock*bs, size)}
 		best := ""
 		for _, id := range cur {
 			if best == "" || load[id] < load[best] {
@@ -117,7 +118,7 @@ func splitFile(path string, size, bs, splitSize int64, xs []client.Extent, load 
 
 // wholeFile is one split of a whole file, on the datanode holding the
 // most of its blocks.
-func wholeFile(path string, size, bs int64, xs []client.Extent, load map[string]int) Split {
+func wholeFile(path string, size, bs int64, xs []client.Extent, load map[string]int) inputSplit {
 	held := map[string]int64{}
 	for _, x := range xs {
 		for _, r := range x.Replicas {
@@ -135,7 +136,7 @@ func wholeFile(path string, size, bs int64, xs []client.Extent, load map[string]
 	if best != "" {
 		load[best]++
 	}
-	return Split{File: path, Start: 0, End: size, Node: best}
+	return inputSplit{File: path, Start: 0, End: size, Node: best}
 }
 
 func intersect(a, b []string) []string {
@@ -152,4 +153,13 @@ func intersect(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// splitFormat is the record format of input file name in job j: the
+// job's, or under input format "auto" the one the name's suffix names.
+func splitFormat(j Job, name string) (mrexec.RecordFormat, error) {
+	if j.InputFormat == mrexec.FormatAuto {
+		return mrexec.FormatOfName(name)
+	}
+	return mrexec.RecordFormat{Kind: j.InputFormat, Size: j.RecordSize}, nil
 }

@@ -61,10 +61,12 @@ func newRawDN(t *testing.T, c *clustertest.Procs, dn *clustertest.Proc) *rawDN {
 	return r
 }
 
-// ticket seals a one-block ticket; the tags are far from the namenode's.
+// ticket seals a one-block ticket; the tags are far from the namenode's,
+// the sequence number past every one it issued (a write ticket from before
+// the datanode's registration is refused).
 func (r *rawDN) ticket(block uint64, write bool, gen uint64) []byte {
 	return (&auth.Ticket{Tag: 1<<60 + block, Node: r.node, Start: block, Count: 1, Write: write,
-		Expiry: time.Now().Add(time.Hour).Unix(), Gen: gen}).Seal(r.c.Secrets.TicketKey)
+		Expiry: time.Now().Add(time.Hour).Unix(), Gen: gen, Seq: 1<<63 - 1}).Seal(r.c.Secrets.TicketKey)
 }
 
 func (r *rawDN) write(block, gen uint64, length uint32, data []byte, crc uint32) *wire.DataResp {

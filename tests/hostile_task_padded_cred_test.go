@@ -9,7 +9,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/clustertest"
-	"github.com/plasmafs/plasma/mapred"
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
 
 // TestMRTaskServerTakesNoPaddedCredential: a task server takes only
@@ -49,11 +49,11 @@ func TestMRTaskServerTakesNoPaddedCredential(t *testing.T) {
 		padded = append(padded, pem.EncodeToMemory(b)...)
 	}
 
-	r, err := mapred.Dial(ctx, addr, admin, "")
+	r, err := mrexec.Dial(ctx, addr, admin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := mapred.Task{Job: "", Kind: "map", Dir: "/tmp-job-x", Command: "cat", Partitions: 1, SortBuffer: 1 << 20,
+	task := mrexec.Task{Job: "", Kind: "map", Dir: "/tmp-job-x", Command: "cat", Partitions: 1, SortBuffer: 1 << 20,
 		Input: "/private/secret", End: 1 << 20, Credential: padded}
 	res, err := r.Run(ctx, task)
 	if err != nil {

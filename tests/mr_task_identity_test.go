@@ -17,7 +17,7 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clustertest"
-	"github.com/plasmafs/plasma/mapred"
+	"github.com/plasmafs/plasma/internal/mrexec"
 )
 
 // Issue 19 item 6: MapReduce tasks on task servers run with their
@@ -284,11 +284,11 @@ func TestMRTaskServerChecksCredentials(t *testing.T) {
 		}
 		return cred.PEM()
 	}
-	r, err := mapred.Dial(ctx, addr, alice, "")
+	r, err := mrexec.Dial(ctx, addr, alice, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := mapred.Task{Job: "job-1", Kind: "map", Dir: "/tmp-job-1", Command: "cat", Partitions: 1, SortBuffer: 1 << 20,
+	task := mrexec.Task{Job: "job-1", Kind: "map", Dir: "/tmp-job-1", Command: "cat", Partitions: 1, SortBuffer: 1 << 20,
 		Input: "/private/secret", End: 1 << 20}
 	for _, tc := range []struct {
 		what string

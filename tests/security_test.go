@@ -151,7 +151,7 @@ func TestTickets(t *testing.T) {
 		t.Fatalf("valid read ticket refused: %s", r.Msg)
 	}
 	free := start + 1000 // a block nobody uses
-	validWrite := (&auth.Ticket{Tag: 5, Node: node, Start: free, Count: 1, Write: true, Expiry: time.Now().Add(time.Hour).Unix()}).Seal(key)
+	validWrite := (&auth.Ticket{Tag: 5, Node: node, Start: free, Count: 1, Write: true, Expiry: time.Now().Add(time.Hour).Unix(), Seq: 1<<63 - 1}).Seal(key)
 	if r := write(validWrite, free); r.Status != wire.OK {
 		t.Fatalf("valid write ticket refused: %s", r.Msg)
 	}

@@ -46,11 +46,16 @@ type Ticket struct {
 	// From bytes: the version the ticket was issued for.
 	Append bool
 	From   uint64
-	// Seq (append tickets) orders the grants of a block's extensions: a
-	// datanode refuses an append ticket older than one it applied to the
-	// block, or issued before the datanode last registered with the
-	// namenode (it forgets both across restarts), so a ticket whose
-	// transaction ended cannot write over a later extension.
+	// Seq (write and append tickets) is a generation the namenode drew
+	// when it issued the ticket. A datanode refuses a ticket that writes
+	// if it was issued before the datanode last registered with the
+	// namenode, which tells it a newer generation: revocations are kept in
+	// memory on both sides, so after a restart of either the datanode
+	// cannot tell a ticket of an ended transaction from a live one, and
+	// refuses both (a live transaction asks for new tickets). Seq also
+	// orders the grants of a block's extensions: a datanode refuses an
+	// append ticket older than one it applied to the block, so a ticket
+	// whose transaction ended cannot write over a later extension.
 	Seq uint64
 }
 
@@ -105,6 +110,9 @@ var (
 	// ErrTicketStale: the block holds a newer generation than the ticket
 	// (it was freed and reallocated after the ticket was issued).
 	ErrTicketStale = errors.New("ticket is older than the block (freed and reallocated since it was issued)")
+	// ErrTicketOutdated: a write or append ticket issued before the
+	// datanode last registered with the namenode (see Seq).
+	ErrTicketOutdated = errors.New("ticket is older than the datanode's registration with the namenode (issued before a restart of either; its transaction may have ended): ask the namenode for a new one")
 )
 
 // OpenTicket checks the MAC of a wire ticket and decodes it.

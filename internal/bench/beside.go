@@ -182,7 +182,7 @@ func ServeLoopback(ctx context.Context, orig, mnt string, ready io.Writer) error
 }
 
 // A Loopback is go-fuse's loopback filesystem of a local directory, served
-// by its own process ('plasma bench fuse-loopback') as the PlasmaFS mount
+// by its own process ('plasma-bench fuse-loopback') as the PlasmaFS mount
 // is, and mounted at Dir.
 type Loopback struct {
 	Dir, Orig string
@@ -208,7 +208,7 @@ func StartLoopback(orig string) (*Loopback, error) {
 		return nil, err
 	}
 	l := &Loopback{Dir: mnt, Orig: orig, exited: make(chan struct{})}
-	l.cmd = exec.Command(self, "bench", "fuse-loopback", orig, mnt)
+	l.cmd = exec.Command(self, "fuse-loopback", orig, mnt)
 	l.cmd.Stderr = os.Stderr
 	out, err := l.cmd.StdoutPipe()
 	if err != nil {

@@ -71,14 +71,14 @@ func PingPong(addr string, n int) (float64, error) {
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// startEcho runs "plasma bench echo-server" as a child process and returns
+// startEcho runs "plasma-bench echo-server" as a child process and returns
 // its address and a stop function.
 func startEcho() (string, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := osexec.Command(self, "bench", "echo-server")
+	cmd := osexec.Command(self, "echo-server")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err

@@ -43,7 +43,7 @@ func (r *Report) Print(w io.Writer, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	fmt.Fprintf(w, "plasma bench %s (%s)\n", r.Bench, r.Params)
+	fmt.Fprintf(w, "plasma-bench %s (%s)\n", r.Bench, r.Params)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measurement\tours\treference\tref value\tratio\tnote")
 	for _, x := range r.Results {

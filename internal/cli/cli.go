@@ -38,6 +38,8 @@ const (
 	exitOK      = 0 // success (also for -help)
 	exitFailure = 1 // the command failed; one line on stderr says why
 	exitUsage   = 2 // bad command line: one line on stderr and the usage line
+	// exitUnchecked: fsck found no problem but could not check everything.
+	exitUnchecked = 3
 )
 
 // usageError makes Main exit with status 2.
@@ -79,41 +81,9 @@ func Main(args []string) int {
 		name, args = name+" "+args[1], args[1:]
 	}
 	for _, c := range commands {
-		if c.name != name {
-			continue
+		if c.name == name {
+			return runCommand("plasma", c, args[1:])
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		// The first Ctrl-C asks for a clean stop; a second one kills.
-		go func() { <-ctx.Done(); stop() }()
-		// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
-		// benchmark notes: go tool pprof -top plasma file); %p in the name
-		// becomes the process id, so a whole cluster can be profiled.
-		if path := os.Getenv("PLASMA_CPUPROFILE"); path != "" {
-			path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
-			if pf, err := os.Create(path); err == nil {
-				pprof.StartCPUProfile(pf)
-				defer func() { pprof.StopCPUProfile(); pf.Close() }()
-			}
-		}
-		err := c.run(ctx, args[1:])
-		switch {
-		case err == nil:
-			return exitOK
-		case errors.Is(err, flag.ErrHelp):
-			return exitOK
-		}
-		var es exitStatus
-		if errors.As(err, &es) {
-			return int(es)
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "plasma %s: %s\nusage: plasma %s %s\n", c.name, escapeText(ue.msg), c.name, c.args)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "plasma %s: %s\n", c.name, oneLine(err))
-		return exitFailure
 	}
 	var near []string
 	base, _, _ := strings.Cut(name, " ")
@@ -129,6 +99,45 @@ func Main(args []string) int {
 		fmt.Fprintf(stderr, "plasma: unknown command %q (see 'plasma help')\n", escapeText(name))
 	}
 	return exitUsage
+}
+
+// runCommand runs command c of program prog (plasma, plasma-bench) with
+// args and returns the exit status: Ctrl-C and SIGTERM cancel its context,
+// a usage error prints one line and the usage line, another error one
+// line.
+func runCommand(prog string, c command, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first Ctrl-C asks for a clean stop; a second one kills.
+	go func() { <-ctx.Done(); stop() }()
+	// PLASMA_CPUPROFILE=file writes a CPU profile of this command (for
+	// benchmark notes: go tool pprof -top plasma file); %p in the name
+	// becomes the process id, so a whole cluster can be profiled.
+	if path := os.Getenv("PLASMA_CPUPROFILE"); path != "" {
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+		if pf, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(pf)
+			defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		}
+	}
+	err := c.run(ctx, args)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	var es exitStatus
+	if errors.As(err, &es) {
+		return int(es)
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s %s: %s\nusage: %s %s %s\n", prog, c.name, escapeText(ue.msg), prog, c.name, c.args)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "%s %s: %s\n", prog, c.name, oneLine(err))
+	return exitFailure
 }
 
 // groups are the commands that only name a family of subcommands
@@ -176,13 +185,15 @@ or $PLASMAFS_CLUSTER / $PLASMAFS_NAMENODES, or ~/.plasmafs ($PLASMAFS_CONFIG), w
 'plasma cluster up' writes. PlasmaFS paths are absolute; globs expand on the PlasmaFS side.
 Security: the credential and levels come from the cluster entry in ~/.plasmafs or from
 $PLASMAFS_CREDENTIAL, $PLASMAFS_SECURITY and $PLASMAFS_DATA_SECURITY (none, auth, integrity, privacy).
-Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error.`)
+Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error,
+3 (fsck) no problems found but some replicas could not be checked.`)
 }
 
 // flags is a flag set with the common client options.
 type flags struct {
 	*flag.FlagSet
 	name, args, summary string
+	prog                string // the program, if not plasma (plasma-bench)
 	cluster             string
 	namenodes           multiFlag
 	pos                 []string // positional arguments
@@ -281,7 +292,11 @@ func newFlags(name, args, summary string, client bool) *flags {
 
 // printHelp prints the command's usage, summary and options to w.
 func (f *flags) printHelp(w io.Writer) {
-	fmt.Fprintf(w, "usage: plasma %s %s\n\n%s\n\noptions:\n", f.name, f.args, f.summary)
+	prog := f.prog
+	if prog == "" {
+		prog = "plasma"
+	}
+	fmt.Fprintf(w, "usage: %s %s %s\n\n%s\n\noptions:\n", prog, f.name, f.args, f.summary)
 	f.SetOutput(w)
 	f.PrintDefaults()
 	f.SetOutput(io.Discard)
@@ -321,5 +336,21 @@ func (f *flags) connect(ctx context.Context) (*client.Client, error) {
 	if os.Getenv("PLASMAFS_NO_SHORTCIRCUIT") != "" {
 		cfg.NoShortCircuit = true
 	}
-	return client.New(ctx, cfg)
+	c, err := client.New(ctx, cfg)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("%w (no namenode listens at %s, named by %s: is the cluster up? Start it with 'plasma cluster up', or check %s)",
+			err, strings.Join(cfg.Namenodes, ", "), f.namenodeSource(), "$PLASMAFS_CONFIG, $PLASMAFS_NAMENODES or -namenode")
+	}
+	return c, err
+}
+
+// namenodeSource says where the namenode addresses come from.
+func (f *flags) namenodeSource() string {
+	switch {
+	case len(f.namenodes) > 0:
+		return "-namenode"
+	case os.Getenv("PLASMAFS_NAMENODES") != "":
+		return "$PLASMAFS_NAMENODES"
+	}
+	return client.ConfigFile()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -18,9 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/auth"
-	"golang.org/x/sys/unix"
+	"github.com/plasmafs/plasma/internal/supervisor"
 )
 
 func init() {
@@ -48,73 +45,10 @@ func freePort() (string, error) {
 // -detach' starts; it reports readiness on file descriptor 3.
 const envSupervisor = "PLASMA_CLUSTER_SUPERVISOR"
 
-// Restart backoff of a member that dies: doubled after each death, back to
-// the minimum once the member has run for restartStable.
-const (
-	restartMin    = 250 * time.Millisecond
-	restartMax    = 30 * time.Second
-	restartStable = time.Minute
-)
-
 func cmdClusterUp(ctx context.Context, args []string) error {
-	f := newFlags("cluster up", "[options]", `Start a namenode (SQLite) and N datanodes on 127.0.0.1 as separate processes and
-write the client configuration. The cluster runs until Ctrl-C (SIGINT or SIGTERM)
-or 'plasma cluster down'; a member that dies is reported and restarted with
-backoff. With -detach a background supervisor does this (its log: DIR/cluster.log).
-With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
-like the others: restarted if it dies, unmounted when the cluster stops.
-A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
-too; the client configuration names them, so 'plasma mr run' uses them (any user of the
-cluster may: tasks run with their submitter's delegated credential, as user nobody).
-Everything in DIR is private to its owner (files 0600, directories 0700).`, false)
-	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
-	dir := f.String("dir", defaultClusterDir(), "directory for the database, volumes and logs")
-	name := f.String("cluster", "local", "cluster name")
-	var bs int64 = 1 << 20
-	var size int64 = 4 << 30
-	f.sizeRange(&bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
-	f.sizeRange(&size, "size", 64<<10, maxVolume, "size of each new datanode volume")
-	nnAddr := f.String("namenode-addr", "", "namenode address (default: a free port)")
-	detach := f.Bool("detach", false, "start in the background and return")
-	relaxed := f.Bool("relaxed", false, "relaxed commit mode (acknowledge before fsync)")
-	writeCfg := f.Bool("write-config", true, "write the client configuration ("+client.ConfigFile()+")")
-	secFlag := f.String("security", "privacy", "namenode traffic security: none, auth, integrity or privacy")
-	dataSecFlag := f.String("data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
-	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
-	mountOpts := f.String("mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
-	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
-	if err := f.parse(args); err != nil {
+	u, err := parseClusterUp(args)
+	if err != nil {
 		return err
-	}
-	if len(f.pos) != 0 {
-		return usagef("unexpected argument %q", f.pos[0])
-	}
-	mountPoint := ""
-	if *mountFlag != "" {
-		if _, _, err := mountOptions([]string{*mountOpts}); err != nil {
-			return err
-		}
-		if os.Geteuid() != 0 {
-			return usagef("-mount needs root (the FUSE mount is made with mount(2))")
-		}
-		var err error
-		if mountPoint, err = filepath.Abs(*mountFlag); err != nil {
-			return err
-		}
-	} else if *mountOpts != "" {
-		return usagef("-mount-options needs -mount DIR")
-	}
-	if bs&(bs-1) != 0 {
-		return usagef("-blocksize %d: must be a power of two", bs)
-	}
-	if size < bs {
-		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))
-	}
-	if _, err := auth.ParseLevel(*secFlag); err != nil {
-		return usagef("%v", err)
-	}
-	if _, err := auth.ParseLevel(*dataSecFlag); err != nil {
-		return usagef("%v", err)
 	}
 	var ready *os.File // the detaching parent's readiness pipe
 	if os.Getenv(envSupervisor) != "" {
@@ -122,213 +56,42 @@ Everything in DIR is private to its owner (files 0600, directories 0700).`, fals
 		ready = os.NewFile(3, "ready")
 		os.Unsetenv(envSupervisor)
 	}
-	// Secrets, the database, logs and the configuration naming the
-	// credential are for the cluster's owner only; the members inherit
-	// the mask.
-	syscall.Umask(0o077)
-	if err := os.MkdirAll(*dir, 0o700); err != nil {
+	if err := u.prepareDir(); err != nil {
 		return err
 	}
-	if pids, _ := readPids(*dir); anyRunning(pids) {
-		return fmt.Errorf("a cluster is already running in %s (stop it with 'plasma cluster down -dir %s')", *dir, *dir)
-	}
-	tightenPermissions(*dir)
-	if mountPoint != "" {
-		// Before anything starts: a mountpoint in use is an error, a
-		// stale mount left by this cluster's mount process is cleared.
-		if err := os.MkdirAll(mountPoint, 0o755); err != nil {
-			return err
-		}
-		if err := clearStaleMount(mountPoint); err != nil {
-			return err
-		}
-	}
-	if *detach && ready == nil {
+	if u.detach && ready == nil {
 		return startSupervisor(ctx, args)
 	}
-	self, err := os.Executable()
+	if err := u.createVolumes(ctx); err != nil {
+		return err
+	}
+	if err := u.loadCredentials(); err != nil {
+		return err
+	}
+	if err := u.chooseAddrs(); err != nil {
+		return err
+	}
+	sv, err := u.newSupervisor()
 	if err != nil {
 		return err
 	}
-	var missing int64
-	for i := 1; i <= *n; i++ {
-		if _, err := os.Stat(filepath.Join(*dir, fmt.Sprintf("dn%d", i), "config")); err != nil {
-			missing++
-		}
-	}
-	if missing > 0 && size <= math.MaxInt64/missing {
-		if err := checkSpace(*dir, missing*size); err != nil {
-			return err
-		}
-	}
-	// The namespace is formatted only with the cluster's first volumes (so
-	// restarts of the namenode never format).
-	if err := formatNewCluster(filepath.Join(*dir, "namenode.db"), *dir, *n); err != nil {
+	if err := u.startMembers(ctx, sv); err != nil {
+		sv.Stop()
 		return err
 	}
-	for i := 1; i <= *n; i++ {
-		vol := filepath.Join(*dir, fmt.Sprintf("dn%d", i))
-		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
-			continue
-		}
-		if err := cmdDatanodeInit(ctx, []string{"-dir", vol, "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10), "-size", strconv.FormatInt(size, 10)}); err != nil {
-			return err
-		}
-	}
-	// Cluster secrets and the daemons' and administrator's credentials.
-	secDir := filepath.Join(*dir, "secrets")
-	secrets, err := auth.LoadSecrets(secDir)
-	if err != nil {
-		if secrets, err = auth.InitSecrets(secDir, *name); err != nil {
-			return fmt.Errorf("create cluster secrets: %w", err)
-		}
-	}
-	issue := func(file, who string, role auth.Role) (string, error) {
-		p := filepath.Join(secDir, file)
-		// Kept unless it is unreadable or was issued with another role
-		// (by an older version).
-		if c, err := auth.LoadCredential(p); err == nil && c.Identity.Role == role {
-			return p, nil
-		}
-		c, err := secrets.Issue(who, role, nil)
-		if err != nil {
-			return "", err
-		}
-		return p, os.WriteFile(p, c.PEM(), 0o600)
-	}
-	nnCred, err := issue("namenode.pem", "namenode", auth.RoleNamenode)
-	if err != nil {
-		return err
-	}
-	adminCred, err := issue("admin.pem", currentUser(), auth.RoleSuperuser)
-	if err != nil {
-		return err
-	}
-	ticketKey := filepath.Join(secDir, "ticket.key")
-	delegCred, err := delegationCredential(secrets, secDir)
-	if err != nil {
-		return err
-	}
-	if *nnAddr == "" {
-		if *nnAddr, err = freePort(); err != nil {
-			return err
-		}
-	}
-	sv := &supervisor{self: self, dir: *dir, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
-	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
-		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey, "-delegation-credential", delegCred}
-	if *relaxed {
-		nnArgs = append(nnArgs, "-relaxed")
-	}
-	nn := sv.add("namenode", "namenode", nnArgs)
-	if err := sv.start(nn); err != nil {
-		sv.stop()
-		return err
-	}
-	if err := sv.waitListening(ctx, *nnAddr); err != nil {
-		sv.stop()
-		return fmt.Errorf("namenode did not start (see %s): %w", nn.log, err)
-	}
-	var dnAddrs []string
-	for i := 1; i <= *n; i++ {
-		addr, err := freePort()
-		if err != nil {
-			sv.stop()
-			return err
-		}
-		dnCred, err := issue(fmt.Sprintf("dn%d.pem", i), fmt.Sprintf("datanode%d", i), auth.RoleDatanode)
-		if err != nil {
-			sv.stop()
-			return err
-		}
-		dnAddrs = append(dnAddrs, addr)
-		dn := sv.add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(*dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", *nnAddr,
-			"-security", *dataSecFlag, "-namenode-security", *secFlag, "-credential", dnCred, "-ticket-key", ticketKey})
-		if err := sv.start(dn); err != nil {
-			sv.stop()
-			return err
-		}
-	}
-	cfg := client.Config{Cluster: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, CredentialFile: adminCred}
-	if err := sv.waitDatanodes(ctx, cfg, *n); err != nil {
-		sv.stop()
-		return fmt.Errorf("%w (see the logs in %s)", err, *dir)
-	}
-	var tsAddrs, tsCreds []string
-	if *tsSlots > 0 {
-		if tsAddrs, err = taskServerAddrs(*n); err != nil {
-			sv.stop()
-			return err
-		}
-		for i := 1; i <= *n; i++ {
-			c, err := issue(fmt.Sprintf("ts%d.pem", i), fmt.Sprintf("taskserver%d", i), auth.RoleTaskServer)
-			if err != nil {
-				sv.stop()
-				return err
-			}
-			tsCreds = append(tsCreds, c)
-		}
-	}
-	conf := client.FormatConfigFile([]client.ClusterEntry{{Name: *name, Namenodes: []string{*nnAddr}, Security: *secFlag, DataSecurity: *dataSecFlag, Credential: adminCred,
-		TaskServers: tsAddrs}})
-	if err := writePrivate(filepath.Join(*dir, "client.conf"), []byte(conf)); err != nil {
-		sv.stop()
-		return err
-	}
-	cfgPath := client.ConfigFile()
-	if *writeCfg {
-		if err := writePrivate(cfgPath, []byte(conf)); err != nil {
-			sv.stop()
-			return err
-		}
-	}
-	if err := sv.startTaskServers(ctx, dnAddrs, tsAddrs, tsCreds, *tsSlots); err != nil {
-		sv.stop()
-		return err
-	}
-	if mountPoint != "" {
-		if err := sv.startMount(ctx, mountPoint, *mountOpts, *name); err != nil {
-			sv.stop()
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", *name, *nnAddr, *n, bs, *dir)
-	if len(tsAddrs) > 0 {
-		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", *tsSlots, strings.Join(tsAddrs, " "))
-	}
-	if mountPoint != "" {
-		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", mountPoint, filepath.Join(*dir, "mount.log"))
-	}
-	fmt.Fprintf(stdout, "security: namenode %s, datanodes %s; your superuser credential is %s\n", *secFlag, *dataSecFlag, adminCred)
-	if *writeCfg {
-		fmt.Fprintf(stdout, "client configuration written to %s; try:\n", cfgPath)
-	} else {
-		fmt.Fprintf(stdout, "use it with: export PLASMAFS_CONFIG=%s\n", filepath.Join(*dir, "client.conf"))
-	}
-	fmt.Fprintf(stdout, "  plasma put -rep 2 somefile /somefile\n  plasma ls -l /\n  plasma blocks /somefile\n")
 	if ready != nil {
-		fmt.Fprintf(stdout, "members that die are restarted (log: %s)\nstop it with: plasma cluster down -dir %s\n", filepath.Join(*dir, "cluster.log"), *dir)
-		// From now on the supervisor's output goes to its log; the
-		// parent sees the end of its output and returns.
-		lf, err := os.OpenFile(filepath.Join(*dir, "cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			sv.stop()
+		if err := u.handOverOutput(sv, ready); err != nil {
+			sv.Stop()
 			return err
 		}
-		unix.Dup2(int(lf.Fd()), 1)
-		unix.Dup2(int(lf.Fd()), 2)
-		lf.Close()
-		io.WriteString(ready, "up\n")
-		ready.Close()
-		sv.report("cluster %q is up: namenode %s, %d datanodes", *name, *nnAddr, *n)
 	} else {
-		fmt.Fprintf(stdout, "members that die are restarted; press Ctrl-C (or run 'plasma cluster down -dir %s') to stop\n", *dir)
+		fmt.Fprintf(stdout, "members that die are restarted; press Ctrl-C (or run 'plasma cluster down -dir %s') to stop\n", u.dir)
 		// Closing the terminal stops the cluster too.
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGHUP)
 		defer stop()
 	}
-	return sv.supervise(ctx)
+	return sv.Supervise(ctx)
 }
 
 // startSupervisor runs 'cluster up' again as a background supervisor in
@@ -381,249 +144,43 @@ func startSupervisor(ctx context.Context, args []string) error {
 	return fmt.Errorf("cluster supervisor ended during start-up (%v)", st)
 }
 
-// A member is one process of the cluster.
-type member struct {
-	name  string // dn1, namenode, mount
-	kind  string // datanode, namenode, mount
-	log   string
-	args  []string
-	env   []string  // nil: the supervisor's
-	cmd   *exec.Cmd // nil while not running
-	since time.Time
-	delay time.Duration
-	// For the mount: prestart clears a stale mount before each start;
-	// ready receives what the mount process reports on its readiness
-	// descriptor ("ok" or why it failed); cleanup unmounts what is left
-	// once the member has stopped.
-	prestart func() error
-	ready    chan string
-	cleanup  func()
-}
-
-func (m *member) String() string {
-	if m.kind == m.name {
-		return m.name
-	}
-	return m.kind + " " + m.name
-}
-
-type exitEvent struct {
-	m   *member
-	err error
-}
-
-// supervisor starts the cluster's members and restarts those that die.
-type supervisor struct {
-	self    string
-	dir     string
-	members []*member
-	exits   chan exitEvent // a member's process ended
-	restart chan *member   // a member's backoff is over
-	done    chan struct{}  // closed when stopping: no more restarts
-}
-
-func (sv *supervisor) add(name, kind string, args []string) *member {
-	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, delay: restartMin}
-	sv.members = append(sv.members, m)
-	return m
-}
-
-func (sv *supervisor) report(format string, args ...any) {
-	fmt.Fprintf(stdout, "%s plasma cluster: %s\n", time.Now().Format("2006-01-02 15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// start starts m's process; its end arrives on sv.exits.
-func (sv *supervisor) start(m *member) error {
-	lf, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lf.Close()
-	if m.prestart != nil {
-		if err := m.prestart(); err != nil {
-			return fmt.Errorf("start %s: %w", m, err)
-		}
-	}
-	cmd := exec.Command(sv.self, m.args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = m.env
-	if m.ready != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		cmd.ExtraFiles = []*os.File{w}
-		cmd.Env = append(cmd.Env, mountReadyFD+"=3")
-		go func() {
-			msg, _ := io.ReadAll(r)
-			r.Close()
-			select {
-			case m.ready <- string(msg):
-			default: // nobody waits for it (a restart)
-			}
-		}()
-	}
-	// Its own process group: Ctrl-C reaches the supervisor only, which
-	// stops the members in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", m, err)
-	}
-	m.cmd, m.since = cmd, time.Now()
-	go func() { err := cmd.Wait(); sv.exits <- exitEvent{m, err} }()
-	return sv.writePids()
-}
-
-// writePids records the supervisor's and the running members' process ids
-// for 'cluster down'.
-func (sv *supervisor) writePids() error {
-	lines := []string{fmt.Sprintf("supervisor %d", os.Getpid())}
-	for _, m := range sv.members {
-		if m.cmd != nil {
-			lines = append(lines, fmt.Sprintf("%s %d", m.name, m.cmd.Process.Pid))
-		}
-	}
-	return writePrivate(filepath.Join(sv.dir, "pids"), []byte(strings.Join(lines, "\n")+"\n"))
-}
-
-// exited handles a member's end during start-up and returns it as an error.
-func (sv *supervisor) exited(ev exitEvent) error {
-	ev.m.cmd = nil
-	return fmt.Errorf("%s exited during start-up (%v)%s", ev.m, ev.err, lastLogLine(ev.m.log))
-}
-
-// supervise restarts members that die until ctx ends, then stops them all.
-func (sv *supervisor) supervise(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			sv.report("stopping cluster")
-			sv.stop()
-			sv.report("cluster stopped")
-			return nil
-		case ev := <-sv.exits:
-			m := ev.m
-			pid := m.cmd.Process.Pid
-			if time.Since(m.since) >= restartStable {
-				m.delay = restartMin
-			}
-			why := ""
-			if m.cmd.ProcessState.ExitCode() >= 0 { // it exited, was not killed: say why
-				why = lastLogLine(m.log)
-			}
-			m.cmd = nil
-			sv.report("%s (pid %d) died after %s: %v; restarting in %v%s", m, pid, time.Since(m.since).Round(time.Millisecond), ev.err, m.delay, why)
-			sv.writePids()
-			sv.after(m)
-		case m := <-sv.restart:
-			if err := sv.start(m); err != nil {
-				sv.report("%v; trying again in %v", err, m.delay)
-				sv.after(m)
-				continue
-			}
-			sv.report("%s restarted (pid %d)", m, m.cmd.Process.Pid)
-		}
-	}
-}
-
-// after schedules m's restart after its backoff and doubles the backoff.
-func (sv *supervisor) after(m *member) {
-	time.AfterFunc(m.delay, func() {
-		select {
-		case sv.restart <- m:
-		case <-sv.done:
-		}
-	})
-	m.delay = min(2*m.delay, restartMax)
-}
-
-// stop stops every member with SIGTERM, and SIGKILL for those still
-// running after 20 seconds: first the mount and the task servers (clients
-// of the others); the mount unmounts and commits
-// what its open files hold (it needs the namenode and datanodes for that),
-// then the datanodes and the namenode.
-func (sv *supervisor) stop() {
-	close(sv.done)
-	sv.stopMembers(func(m *member) bool { return m.kind == "mount" || m.kind == "taskserver" })
-	sv.stopMembers(func(m *member) bool { return m.kind != "mount" && m.kind != "taskserver" })
-	for _, m := range sv.members {
-		if m.cleanup != nil {
-			m.cleanup()
-		}
-	}
-	os.Remove(filepath.Join(sv.dir, "pids"))
-}
-
-// stopMembers stops the running members that which selects, datanodes
-// before the namenode, and waits for them.
-func (sv *supervisor) stopMembers(which func(*member) bool) {
-	running := 0
-	for i := len(sv.members) - 1; i >= 0; i-- {
-		if m := sv.members[i]; m.cmd != nil && which(m) {
-			m.cmd.Process.Signal(syscall.SIGTERM)
-			running++
-		}
-	}
-	kill := time.After(20 * time.Second)
-	for running > 0 {
-		select {
-		case ev := <-sv.exits:
-			ev.m.cmd = nil
-			if which(ev.m) {
-				running--
-			}
-		case <-kill:
-			for _, m := range sv.members {
-				if m.cmd != nil && which(m) {
-					sv.report("%s (pid %d) did not stop within 20s; killing it", m, m.cmd.Process.Pid)
-					m.cmd.Process.Kill()
-				}
-			}
-		}
-	}
-}
-
 // startMount adds the FUSE mount of the cluster at mp as a member, run as
 // 'plasma mount' with the cluster's client configuration, and waits until
 // it is mounted. The mountpoint is recorded in the cluster directory so
 // that 'cluster down' can clear a mount whose process died.
-func (sv *supervisor) startMount(ctx context.Context, mp, opts, cluster string) error {
+func startMount(ctx context.Context, sv *supervisor.Supervisor, mp, opts, cluster string) error {
 	args := []string{"mount", "-cluster", cluster}
 	if opts != "" {
 		args = append(args, "-o", opts)
 	}
-	m := sv.add("mount", "mount", append(args, mp))
+	m := sv.Add("mount", "mount", append(args, mp))
 	// The cluster's own configuration, whatever the environment names.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PLASMAFS_") {
-			m.env = append(m.env, kv)
+			m.Env = append(m.Env, kv)
 		}
 	}
-	m.env = append(m.env, "PLASMAFS_CONFIG="+filepath.Join(sv.dir, "client.conf"))
-	m.ready = make(chan string, 1)
-	m.prestart = func() error { return clearStaleMount(mp) }
-	m.cleanup = func() {
+	m.Env = append(m.Env, "PLASMAFS_CONFIG="+filepath.Join(sv.Dir(), "client.conf"))
+	m.Ready, m.ReadyEnv = make(chan string, 1), mountReadyFD
+	m.Prestart = func() error { return clearStaleMount(mp) }
+	m.Cleanup = func() {
 		if err := clearStaleMount(mp); err != nil {
-			sv.report("%v", err)
+			sv.Report("%v", err)
 		}
-		os.Remove(filepath.Join(sv.dir, "mountpoint"))
+		os.Remove(filepath.Join(sv.Dir(), "mountpoint"))
 	}
-	if err := writePrivate(filepath.Join(sv.dir, "mountpoint"), []byte(mp+"\n")); err != nil {
+	if err := writePrivate(filepath.Join(sv.Dir(), "mountpoint"), []byte(mp+"\n")); err != nil {
 		return err
 	}
-	if err := sv.start(m); err != nil {
+	if err := sv.Start(m); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case ev := <-sv.exits:
-		return sv.exited(ev)
-	case msg := <-m.ready:
-		if msg != "ok" {
-			return fmt.Errorf("mount %s: %s (see %s)", mp, msg, m.log)
-		}
+	msg, err := sv.AwaitReady(ctx, m)
+	if err != nil {
+		return err
+	}
+	if msg != "ok" {
+		return fmt.Errorf("mount %s: %s (see %s)", mp, msg, m.Log)
 	}
 	return nil
 }
@@ -680,56 +237,9 @@ func clearStaleMount(mp string) error {
 	return nil
 }
 
-// lastLogLine returns ": " and the last line of a log file, or "".
-func lastLogLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(0, st.Size()-int64(len(buf)))
-	k, _ := f.ReadAt(buf, off)
-	lines := strings.Split(strings.TrimSpace(string(buf[:k])), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if last == "" {
-		return ""
-	}
-	if len(last) > 300 {
-		last = last[:300] + "..."
-	}
-	return " (last log line: " + escapeText(last) + ")"
-}
-
-// writePrivate writes a file readable by its owner only, replacing an
-// existing one (whatever its permissions were) atomically; a symbolic link
-// (such as a ~/.plasmafs kept elsewhere) stays, its target is replaced.
-func writePrivate(path string, data []byte) error {
-	if target, err := filepath.EvalSymlinks(path); err == nil {
-		path = target
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// writePrivate writes a file readable by its owner only (the
+// supervisor's pids file is one).
+var writePrivate = supervisor.WritePrivate
 
 // tightenPermissions makes the secrets (0700/0600), database, logs and
 // client configuration of a cluster directory created by an older version
@@ -767,51 +277,6 @@ func tightenPermissions(dir string) {
 		}
 		tighten(n, 0o640)
 	}
-}
-
-func (sv *supervisor) waitListening(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev := <-sv.exits:
-			return sv.exited(ev)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return errors.New("timed out")
-}
-
-func (sv *supervisor) waitDatanodes(ctx context.Context, cfg client.Config, n int) error {
-	c, err := client.New(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		s, err := c.FsStat(ctx)
-		if err != nil {
-			return err
-		}
-		if int(s.LiveDatanodes) >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev := <-sv.exits:
-			return sv.exited(ev)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("only some of %d datanodes registered in time", n)
 }
 
 // A pidEntry is one line of a cluster directory's pids file: supervisor,

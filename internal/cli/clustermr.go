@@ -11,6 +11,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/supervisor"
 )
 
 // The MapReduce task servers of a 'plasma cluster up' cluster: one
@@ -34,24 +35,10 @@ func delegationCredential(secrets *auth.Secrets, secDir string) (string, error) 
 	return p, writePrivate(p, c.PEM())
 }
 
-// taskServerAddrs picks a listening address for each of n task servers
-// (kept across their restarts).
-func taskServerAddrs(n int) ([]string, error) {
-	var out []string
-	for range n {
-		a, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // startTaskServers adds task server tsI paired with datanode dnAddrs[I-1]
 // listening at addrs[I-1] with credential creds[I-1], with the cluster's
 // client configuration, and waits until each listens.
-func (sv *supervisor) startTaskServers(ctx context.Context, dnAddrs, addrs, creds []string, slots int) error {
+func startTaskServers(ctx context.Context, sv *supervisor.Supervisor, dnAddrs, addrs, creds []string, slots int) error {
 	if len(addrs) == 0 {
 		return nil
 	}
@@ -61,20 +48,20 @@ func (sv *supervisor) startTaskServers(ctx context.Context, dnAddrs, addrs, cred
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "PLASMAFS_CONFIG="+filepath.Join(sv.dir, "client.conf"))
-	var ms []*member
+	env = append(env, "PLASMAFS_CONFIG="+filepath.Join(sv.Dir(), "client.conf"))
+	var ms []*supervisor.Member
 	for i, a := range addrs {
-		m := sv.add(fmt.Sprintf("ts%d", i+1), "taskserver", []string{"mr", "taskserver", "-listen", a, "-datanode", dnAddrs[i],
+		m := sv.Add(fmt.Sprintf("ts%d", i+1), "taskserver", []string{"mr", "taskserver", "-listen", a, "-datanode", dnAddrs[i],
 			"-slots", strconv.Itoa(slots), "-credential", creds[i]})
-		m.env = env
-		if err := sv.start(m); err != nil {
+		m.Env = env
+		if err := sv.Start(m); err != nil {
 			return err
 		}
 		ms = append(ms, m)
 	}
 	for _, m := range ms {
-		if err := sv.waitListening(ctx, m.args[3]); err != nil {
-			return fmt.Errorf("%s did not start (see %s): %w", m, m.log, err)
+		if err := sv.WaitListening(ctx, m.Args[3]); err != nil {
+			return fmt.Errorf("%s did not start (see %s): %w", m, m.Log, err)
 		}
 	}
 	return nil

@@ -14,10 +14,10 @@ import (
 )
 
 func init() {
-	register("put", "[-rep N] [-chain|-star] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin) into PlasmaFS", cmdPut)
-	register("get", "/path LOCALFILE", "copy a PlasmaFS file to a local file", cmdGet)
+	register("put", "[-rep N] [-r] [-chain|-star] [-commit-every BYTES] LOCALFILE|-stdin /path", "copy a local file (or stdin, or with -r a tree) into PlasmaFS", cmdPut)
+	register("get", "[-r] /path LOCALFILE", "copy a PlasmaFS file (or with -r a tree) to a local file", cmdGet)
 	register("cat", "/path...", "write PlasmaFS files to stdout", cmdCat)
-	register("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
+	register("ls", "[-l] [-h] [-R] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "list directories", cmdLs)
 	register("mkdir", "[-p] [-mode MODE] /dir...", "create directories", cmdMkdir)
 	register("create", "[-rep N] /path...", "create new empty files", cmdCreate)
 	register("rm", "[-r] /path|glob...", "remove files (and with -r, directory trees)", cmdRm)
@@ -29,7 +29,7 @@ func init() {
 	register("stat", "[-json] /path...", "show inode attributes", cmdStat)
 	register("blocks", "[-json] /path|glob...", "show block lists (file index range: datanode block ranges)", cmdBlocks)
 	register("fsstat", "[-json]", "show filesystem totals and datanodes", cmdFsstat)
-	register("fsck", "[-json]", "check metadata and every block replica; exit 1 on problems", cmdFsck)
+	register("fsck", "[-json] [-wait DURATION]", "check metadata and every block replica; exit 1 on problems, 3 if some could not be checked", cmdFsck)
 }
 
 func needArgs(f *flags, min, max int) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/plasmafs/plasma/internal/datanode"
 	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/namenode"
+	"github.com/plasmafs/plasma/internal/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,55 +27,12 @@ func init() {
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
 
-// parseSize parses sizes such as 1048576, 64K, 1M, 4G, 2T; a value that
-// does not fit in 63 bits is refused, never wrapped.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	u := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "i"))
-	if u != "" {
-		switch u[len(u)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		case 'P':
-			mult = 1 << 50
-		case 'E':
-			mult = 1 << 60
-		}
-		if mult != 1 {
-			u = u[:len(u)-1]
-		}
-	}
-	v, err := strconv.ParseInt(u, 10, 64)
-	switch {
-	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && v > math.MaxInt64/mult:
-		return 0, fmt.Errorf("size %q is too large", s)
-	case err != nil:
-		return 0, fmt.Errorf("bad size %q (use e.g. 65536, 64K, 1M, 4G)", s)
-	case v < 0:
-		return 0, fmt.Errorf("size %q is negative", s)
-	}
-	return v * mult, nil
-}
-
-// sizeString renders n as parseSize accepts it, with the largest unit
-// that divides it.
-func sizeString(n int64) string {
-	for _, u := range []struct {
-		c     byte
-		shift uint
-	}{{'E', 60}, {'P', 50}, {'T', 40}, {'G', 30}, {'M', 20}, {'K', 10}} {
-		if n != 0 && n%(1<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + string(u.c)
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+// parseSize and sizeString are the sizes every flag and job file takes
+// (internal/units).
+var (
+	parseSize  = units.ParseSize
+	sizeString = units.FormatSize
+)
 
 type sizeFlag struct{ v *int64 }
 
@@ -169,6 +126,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
 	maxUserConns := f.intRange("max-conns-per-user", 256, 1, 1<<20, "connections of one user (not daemons or superusers)")
 	maxHandshakes := f.intRange("max-handshakes-per-source", 64, 1, 1<<20, "connections from one address still in their handshake")
+	var requestMem int64 = 64 << 20
+	f.sizeRange(&requestMem, "request-memory", 16<<20, 1<<40, "memory for requests arriving, all connections together")
 	rep := f.intRange("rep", 1, 1, 16, "default replication")
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
 	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
@@ -216,7 +175,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	storeFailed := false
+	defer func() {
+		if !storeFailed {
+			store.Close()
+		}
+	}()
 	if ns, ok := store.(meta.Namespacer); ok && *format {
 		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
 	}
@@ -224,7 +188,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
 		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}
@@ -242,6 +206,13 @@ func cmdNamenode(ctx context.Context, args []string) error {
 		nn.Close()
 		return nil
 	case err := <-errc:
+		if errors.Is(err, namenode.ErrStoreFailed) {
+			// The store's state is unknown: the namenode and the store
+			// are left as a crash would leave them, and the process
+			// exits; a restart reloads what is durable.
+			storeFailed = true
+			return err
+		}
 		nn.Close()
 		return err
 	}
@@ -300,6 +271,8 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
 	credFile := f.String("credential", "", "the datanode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")
+	var receiveMem int64 = 1 << 30
+	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -320,7 +293,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
-		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk})
+		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
 	if err != nil {
 		return err
 	}
@@ -331,6 +304,12 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	addr := ln.Addr().String()
 	sock := filepath.Join(*dir, "dn.sock")
+	local, err := srv.ListenLocal(sock)
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return fmt.Errorf("datanode: local socket: %w", err)
+	}
 	if err := srv.Register(ctx, addr, sock); err != nil {
 		ln.Close()
 		srv.Close()
@@ -343,7 +322,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() {
-		if err := srv.ServeLocal(sock); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := srv.ServeLocal(local); err != nil && !errors.Is(err, net.ErrClosed) {
 			errc <- err
 		}
 	}()

@@ -208,9 +208,18 @@ func human(b uint64) string {
 }
 
 func cmdFsck(ctx context.Context, args []string) error {
-	f := newFlags("fsck", "[-json]", "Check metadata consistency and verify every block replica's checksum on its datanode.\nExit status 1 when problems are found.", true)
-	out := newPrinter(f, "one JSON object: files, blocks, unsettled and problems (one string each)")
+	f := newFlags("fsck", "[-json] [-wait DURATION]", `Check metadata consistency and verify every block replica's checksum on its datanode.
+A datanode that is not registered with the namenode (right after a namenode restart the
+datanodes register again within seconds) is waited for, at most -wait; the replicas of one
+that does not come back, or does not answer, are listed as not checked.
+Exit status: 0 everything checked and sound, 1 problems found (damage, or the check
+failed), 3 no problems found but some replicas could not be checked (run it again later).`, true)
+	out := newPrinter(f, "one JSON object: files, blocks, unsettled, problems and unchecked (one string each)")
+	wait := f.durationRange("wait", 30*time.Second, 0, time.Hour, "how long to wait for datanodes that are not registered")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		if err := awaitDatanodes(ctx, c, *wait); err != nil {
+			return err
+		}
 		rep, err := c.Fsck(ctx)
 		if err != nil {
 			return err
@@ -220,19 +229,64 @@ func cmdFsck(ctx context.Context, args []string) error {
 			Blocks    int      `json:"blocks"`
 			Unsettled int      `json:"unsettled"`
 			Problems  []string `json:"problems"`
-		}{rep.Files, rep.Blocks, rep.Unsettled, append([]string{}, rep.Problems...)}
+			Unchecked []string `json:"unchecked"`
+		}{rep.Files, rep.Blocks, rep.Unsettled, append([]string{}, rep.Problems...), append([]string{}, rep.Unchecked...)}
 		err = out.item(v, func(w io.Writer) {
 			for _, p := range rep.Problems {
 				fmt.Fprintln(w, escapeText(p))
 			}
-			fmt.Fprintf(w, "fsck: %d files, %d blocks checked, %d problems\n", rep.Files, rep.Blocks, len(rep.Problems))
+			for _, p := range rep.Unchecked {
+				fmt.Fprintln(w, escapeText(p))
+			}
+			fmt.Fprintf(w, "fsck: %d files, %d blocks checked, %d problems", rep.Files, rep.Blocks, len(rep.Problems))
+			if len(rep.Unchecked) > 0 {
+				fmt.Fprintf(w, ", %d replica ranges not checked", len(rep.Unchecked))
+			}
+			fmt.Fprintln(w)
 		})
 		if err != nil {
 			return err
 		}
-		if len(rep.Problems) > 0 {
+		switch {
+		case len(rep.Problems) > 0:
 			return fmt.Errorf("%d problems found", len(rep.Problems))
+		case len(rep.Unchecked) > 0:
+			fmt.Fprintf(stderr, "plasma fsck: no problems found, but %d replica ranges could not be checked (their datanodes are not registered or did not answer): run fsck again once they are back\n", len(rep.Unchecked))
+			return exitStatus(exitUnchecked)
 		}
 		return nil
 	})
+}
+
+// awaitDatanodes waits, at most limit, until every enabled datanode the
+// namenode knows is registered (alive), saying on stderr which it waits
+// for. It returns nil when the time is up: fsck then reports their
+// replicas as not checked.
+func awaitDatanodes(ctx context.Context, c *client.Client, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	said := false
+	for {
+		nodes, err := c.Datanodes(ctx)
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for _, n := range nodes {
+			if n.Enabled && !n.Alive {
+				missing = append(missing, escapeName(n.Identity))
+			}
+		}
+		if len(missing) == 0 || !time.Now().Before(deadline) {
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(stderr, "plasma fsck: waiting up to %v for %d datanodes to register with the namenode: %s\n", limit, len(missing), strings.Join(missing, " "))
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -16,15 +17,18 @@ import (
 )
 
 func cmdLs(ctx context.Context, args []string) error {
-	f := newFlags("ls", "[-l] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "List directories (default /).\nNames are printed with control characters, backslashes and bytes that are not\nUTF-8 escaped (\\n, \\x1b, \\\\, \\xff), one entry per line; -json has the exact names.", true)
-	long := f.Bool("l", false, "long format")
+	f := newFlags("ls", "[-l] [-h] [-R] [-i] [-a] [-d] [-1] [-json] [/path|glob...]", "List directories (default /).\nNames are printed with control characters, backslashes and bytes that are not\nUTF-8 escaped (\\n, \\x1b, \\\\, \\xff), one entry per line; -json has the exact names.\n-help (or --help) prints this help; -h is human-readable sizes.", true)
+	var o lsOptions
+	f.BoolVar(&o.long, "l", false, "long format")
 	out := newPrinter(f, "one JSON object per entry and line, with all attributes and the exact names\n(a name that is not valid UTF-8 also as name_base64, path_base64, target_base64)")
-	asJSON := out.json
-	inum := f.Bool("i", false, "show inode numbers")
-	all := f.Bool("a", false, "include names starting with '.'")
+	o.out = out
+	f.BoolVar(&o.inum, "i", false, "show inode numbers")
+	f.BoolVar(&o.all, "a", false, "include names starting with '.'")
 	dirOnly := f.Bool("d", false, "list a directory itself, not its contents")
+	f.BoolVar(&o.human, "h", false, "with -l: sizes in powers of 1024 (1.5K, 23M)")
+	f.BoolVar(&o.recursive, "R", false, "list subdirectories recursively (symbolic links are not followed)")
 	f.Bool("1", false, "one name per line (the default when not -l)")
-	return withClient(ctx, f, expandShortFlags(args, "lida1"), 0, -1, func(c *client.Client) error {
+	return withClient(ctx, f, expandShortFlags(args, "lidha1R"), 0, -1, func(c *client.Client) error {
 		targets := f.pos
 		if len(targets) == 0 {
 			targets = []string{"/"}
@@ -34,55 +38,91 @@ func cmdLs(ctx context.Context, args []string) error {
 			return err
 		}
 		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-			for ti, t := range targets {
+			o.headers = len(targets) > 1 || o.recursive
+			o.printed = false
+			for _, t := range targets {
 				fi, err := tx.Lstat(ctx, t)
 				if err != nil {
 					return err
 				}
-				if fi.Type == client.TypeSymlink && !*long {
+				if fi.Type == client.TypeSymlink && !o.long {
 					if fi2, err := tx.Lookup(ctx, t); err == nil {
 						fi = fi2
 					}
 				}
-				var items []lsItem
 				if fi.IsDir() && !*dirOnly {
-					ents, err := tx.ReadDir(ctx, t)
-					if err != nil {
-						return err
-					}
-					for _, e := range ents {
-						if !*all && strings.HasPrefix(e.Name, ".") {
-							continue
-						}
-						efi, err := tx.Lstat(ctx, path.Join(t, e.Name))
-						if err != nil {
-							if errors.Is(err, client.ErrNotFound) {
-								continue
-							}
-							return err
-						}
-						items = append(items, lsItem{e.Name, efi})
-					}
-					if len(targets) > 1 && !*asJSON {
-						if ti > 0 {
-							fmt.Fprintln(stdout)
-						}
-						fmt.Fprintf(stdout, "%s:\n", escapeName(t))
-					}
-				} else {
-					items = append(items, lsItem{t, fi})
-				}
-				if *asJSON {
-					if err := printJSON(out, items, t, fi.IsDir() && !*dirOnly); err != nil {
+					if err := o.listDir(ctx, tx, t); err != nil {
 						return err
 					}
 					continue
 				}
-				printLs(items, *long, *inum)
+				if err := o.print([]lsItem{{t, fi}}, t, false); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
 	})
+}
+
+// lsOptions are what ls prints and how.
+type lsOptions struct {
+	long, inum, all, human, recursive bool
+	out                               *printer
+	headers                           bool // a "dir:" line before each directory's entries
+	printed                           bool // something was printed already
+}
+
+// listDir lists directory dir, and with -R its subdirectories after it.
+func (o *lsOptions) listDir(ctx context.Context, tx *client.Txn, dir string) error {
+	ents, err := tx.ReadDir(ctx, dir)
+	if err != nil {
+		return err
+	}
+	var items []lsItem
+	for _, e := range ents {
+		if !o.all && strings.HasPrefix(e.Name, ".") {
+			continue
+		}
+		efi, err := tx.Lstat(ctx, path.Join(dir, e.Name))
+		if err != nil {
+			if errors.Is(err, client.ErrNotFound) {
+				continue
+			}
+			return err
+		}
+		items = append(items, lsItem{e.Name, efi})
+	}
+	if o.headers && !o.out.JSON() {
+		if o.printed {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s:\n", escapeName(dir))
+	}
+	if err := o.print(items, dir, true); err != nil {
+		return err
+	}
+	if !o.recursive {
+		return nil
+	}
+	for _, it := range items {
+		if it.fi.IsDir() {
+			if err := o.listDir(ctx, tx, path.Join(dir, it.name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// print prints items, the entries of dir if listing.
+func (o *lsOptions) print(items []lsItem, dir string, listing bool) error {
+	o.printed = true
+	if o.out.JSON() {
+		return printJSON(o.out, items, dir, listing)
+	}
+	printLs(items, o.long, o.inum, o.human)
+	return nil
 }
 
 type lsItem struct {
@@ -91,7 +131,7 @@ type lsItem struct {
 }
 
 // printLs prints entries as ls does: names, or with long aligned columns.
-func printLs(items []lsItem, long, inum bool) {
+func printLs(items []lsItem, long, inum, human bool) {
 	rows := make([][]string, len(items))
 	for i, it := range items {
 		var r []string
@@ -104,7 +144,7 @@ func printLs(items []lsItem, long, inum bool) {
 				name += " -> " + escapeName(it.fi.Target)
 			}
 			r = append(r, string(typeChar(it.fi.Type))+modeString(it.fi.Mode), strconv.Itoa(int(it.fi.Nlink)), escapeName(it.fi.User), escapeName(it.fi.Group),
-				strconv.FormatInt(it.fi.Size, 10), it.fi.Mtime.Format("2006-01-02 15:04"))
+				sizeColumn(it.fi.Size, human), it.fi.Mtime.Format("2006-01-02 15:04"))
 		}
 		rows[i] = append(r, name)
 	}
@@ -123,7 +163,7 @@ func printLs(items []lsItem, long, inum bool) {
 			switch {
 			case j == len(r)-1:
 				b.WriteString(c)
-			case isNumber(c):
+			case isNumber(c) || (human && isHumanSize(c)):
 				fmt.Fprintf(&b, "%*s ", width[j], c)
 			default:
 				fmt.Fprintf(&b, "%-*s ", width[j], c)
@@ -197,4 +237,42 @@ func printJSON(out *printer, items []lsItem, dir string, listing bool) error {
 		}
 	}
 	return nil
+}
+
+// sizeColumn renders a size for ls, du and df: bytes, or with human the
+// way ls -h does (powers of 1024, one decimal below 10: 1.5K, 23M).
+func sizeColumn(n int64, human bool) string {
+	if !human {
+		return strconv.FormatInt(n, 10)
+	}
+	return humanSize(n)
+}
+
+func humanSize(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10)
+	}
+	v, unit := float64(n), 0
+	for v >= 1024 && unit < 6 {
+		v /= 1024
+		unit++
+	}
+	c := "KMGTPE"[unit-1]
+	// Rounded up, as ls -h does: a size is never shown smaller than it is.
+	if r := math.Ceil(v*10) / 10; r < 10 {
+		return fmt.Sprintf("%.1f%c", r, c)
+	}
+	return fmt.Sprintf("%.0f%c", math.Ceil(v), c)
+}
+
+// isHumanSize reports whether s is a size as humanSize renders it.
+func isHumanSize(s string) bool {
+	if s == "" {
+		return false
+	}
+	if last := s[len(s)-1]; strings.IndexByte("KMGTPE", last) >= 0 {
+		s = s[:len(s)-1]
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }

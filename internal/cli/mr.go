@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -43,7 +45,7 @@ and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 	var fj mapred.Job // flag values, applied over the file
 	str(&fj.Input, "input", "input `DIR` in PlasmaFS (file::DIR: a local directory, copied into PlasmaFS first)")
 	str(&fj.Output, "output", "output `DIR` in PlasmaFS (must not exist; file::DIR: a local directory, filled at the end)")
-	str(&fj.Work, "work", "work `DIR` in PlasmaFS")
+	str(&fj.Work, "work", "work `DIR` in PlasmaFS (default: "+defaultWork("/OUTPARENT/out")+", beside the output directory)")
 	str(&fj.Log, "log", "log `DIR` in PlasmaFS (default "+mapred.DefaultLog+")")
 	str(&fj.Map, "map", "mapper shell `command`")
 	str(&fj.Reduce, "reduce", "reducer shell `command` (empty: identity)")
@@ -83,6 +85,9 @@ and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 		if set[k] {
 			*p = from[k]
 		}
+	}
+	if j.Work == "" && strings.HasPrefix(j.Output, "/") && path.Clean(j.Output) != "/" {
+		j.Work = defaultWork(j.Output)
 	}
 	if *partitions > 0 {
 		j.Partitions = *partitions
@@ -143,7 +148,7 @@ and as an unprivileged OS account. Exit status 1 if the job failed.`, true)
 		return err
 	}
 	for _, a := range j.TaskServers {
-		r, err := mapred.Dial(ctx, a, c, token)
+		r, err := mrexec.Dial(ctx, a, c, token)
 		if err != nil && auto {
 			// One of the cluster's task servers may be restarting:
 			// the others do the job.
@@ -197,7 +202,7 @@ The first line printed is the address it listens on.`, true)
 	}
 	runAs := f.String("run-as", defaultUser, "OS `user` the task commands run as (needs root; default nobody when run as root)")
 	workBase := f.String("work-base", os.TempDir(), "`directory` for the attempts' working directories")
-	taskUIDs := f.String("task-uids", mapred.DefaultUIDs, "`FIRST-LAST`: with -run-as, each attempt runs as a uid of this range (no account's) that no other attempt on this host uses meanwhile, and every process of that uid is killed when it ends; 'none': all as the -run-as account, where tasks can reach each other's processes")
+	taskUIDs := f.String("task-uids", mrexec.DefaultUIDs, "`FIRST-LAST`: with -run-as, each attempt runs as a uid of this range (no account's) that no other attempt on this host uses meanwhile, and every process of that uid is killed when it ends; 'none': all as the -run-as account, where tasks can reach each other's processes")
 	onlyUser := f.String("owner", "", "PlasmaFS `user` whose tasks a task server not run as root (or with -run-as '') runs, and nobody else's (default: the user of the client configuration's credential)")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding a token coordinators must present too (default $PLASMAMR_TOKEN_FILE)")
 	if err := f.parse(args); err != nil {
@@ -210,16 +215,16 @@ The first line printed is the address it listens on.`, true)
 	if err != nil {
 		return err
 	}
-	var user *mapred.TaskUser
+	var user *mrexec.TaskUser
 	if *runAs != "" {
 		if os.Geteuid() != 0 {
 			return usagef("-run-as %s: only a task server running as root can run commands as another user", *runAs)
 		}
-		if user, err = mapred.LookupTaskUser(*runAs, *workBase); err != nil {
+		if user, err = mrexec.LookupTaskUser(*runAs, *workBase); err != nil {
 			return err
 		}
 		if *taskUIDs != "none" {
-			if user.UIDs, err = mapred.ParseUIDRange(*taskUIDs); err != nil {
+			if user.UIDs, err = mrexec.ParseUIDRange(*taskUIDs); err != nil {
 				return usagef("-task-uids: %v", err)
 			}
 		}
@@ -232,7 +237,7 @@ The first line printed is the address it listens on.`, true)
 	if *credFile != "" {
 		cfg.CredentialFile = *credFile
 	}
-	level := mapred.TaskLevel(cfg.Security)
+	level := mrexec.TaskLevel(cfg.Security)
 	owner := ""
 	if user == nil && level != auth.None {
 		if owner, err = taskServerOwner(*onlyUser, ownerCred); err != nil {
@@ -265,7 +270,7 @@ The first line printed is the address it listens on.`, true)
 		return err
 	}
 	defer ln.Close()
-	w := mapred.Worker{Name: ln.Addr().String()}
+	w := mrexec.Worker{Name: ln.Addr().String()}
 	if *dn != "" {
 		nodes, err := c.Datanodes(ctx)
 		if err != nil {
@@ -280,7 +285,7 @@ The first line printed is the address it listens on.`, true)
 			return fmt.Errorf("-datanode %s: no datanode has that address", *dn)
 		}
 	}
-	ts, err := mapred.NewTaskServer(c, c.Credential(), w, *slots)
+	ts, err := mrexec.NewTaskServer(c, c.Credential(), w, *slots)
 	if err != nil {
 		return err
 	}
@@ -303,6 +308,13 @@ func taskServerOwner(flag, credFile string) (string, error) {
 	}
 	return "", usagef("a task server not run as root runs task commands as its own OS user, which could read its credential and other jobs' keys: " +
 		"give -owner USER (the one PlasmaFS user whose tasks it runs), or run it as root")
+}
+
+// defaultWork is the work directory of a job that names none: beside its
+// output directory, so that it is on the same cluster and the submitter
+// may write there.
+func defaultWork(output string) string {
+	return path.Join(path.Dir(path.Clean(output)), ".plasma-mr-work")
 }
 
 // readToken reads a task server token file ("" for no file).

@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/internal/wire"
-	"github.com/plasmafs/plasma/mapred"
 )
 
 // plasma mr convert: the original's plasma_convert.
@@ -32,11 +32,11 @@ at TO. Paths are in PlasmaFS, or local with the prefix file::.`, true)
 			return err
 		}
 		from, to := trees[0], trees[1]
-		inFmt, err := mapred.FormatOfName(from.path)
+		inFmt, err := mrexec.FormatOfName(from.path)
 		if err != nil {
 			return usageError{err.Error()}
 		}
-		outFmt, err := mapred.FormatOfName(to.path)
+		outFmt, err := mrexec.FormatOfName(to.path)
 		if err != nil {
 			return usageError{err.Error()}
 		}
@@ -49,7 +49,7 @@ at TO. Paths are in PlasmaFS, or local with the prefix file::.`, true)
 		var n int64
 		go func() {
 			var err error
-			n, err = mapred.Convert(src, inFmt, pw, outFmt)
+			n, err = mrexec.Convert(src, inFmt, pw, outFmt)
 			if err != nil {
 				err = fmt.Errorf("%s: %w (%s not written)", f.pos[0], err, f.pos[1])
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/mapred"
 )
 
@@ -130,7 +131,7 @@ the jobs of every coordinator. The first line printed is the address it listens 
 			<-ctx.Done()
 			srv.Close()
 		}()
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := connlimit.ServeHTTP(srv, l, connlimit.Options{Name: "mr web"}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil

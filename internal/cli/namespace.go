@@ -4,8 +4,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -125,7 +127,7 @@ func cmdLn(ctx context.Context, args []string) error {
 }
 
 func cmdCp(ctx context.Context, args []string) error {
-	f := newFlags("cp", "[-rep N] [file::|plasma::]FROM [file::|plasma::]TO", "Copy a file within PlasmaFS (the copy is new; /to must not exist), or between\nPlasmaFS and local files: a path prefixed file:: is local (file::/tmp/x), one\nprefixed plasma:: or not at all is in PlasmaFS. A local destination is\nreplaced whole or not at all.", true)
+	f := newFlags("cp", "[-rep N] [file::|plasma::]FROM [file::|plasma::]TO", "Copy a file within PlasmaFS (the copy is new; TO must not exist; if TO is a\ndirectory, the copy goes into it), or between PlasmaFS and local files: a path\nprefixed file:: is local (file::/tmp/x), one prefixed plasma:: or not at all is in\nPlasmaFS. A local destination is replaced whole or not at all.", true)
 	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of the copy (0: same as the source)")
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
@@ -141,6 +143,13 @@ func cmdCp(ctx context.Context, args []string) error {
 		tx, _ := c.Begin(ctx)
 		defer tx.Abort(ctx)
 		src, err := tx.Open(ctx, f.pos[0])
+		if errors.Is(err, client.ErrNotFound) && localExists(f.pos[0]) {
+			return fmt.Errorf("%w (without file::, cp copies within PlasmaFS; to copy the local file %s in, use 'plasma cp file::%[2]s %[3]s' or 'plasma put %[2]s %[3]s')", err, f.pos[0], f.pos[1])
+		}
+		if err != nil {
+			return err
+		}
+		dst, err := copyTarget(ctx, tx, f.pos[0], f.pos[1])
 		if err != nil {
 			return err
 		}
@@ -155,11 +164,35 @@ func cmdCp(ctx context.Context, args []string) error {
 		bar := newProgress(src.Size(), "cp", quiet)
 		pr, pw := io.Pipe()
 		go func() { _, err := src.WriteTo(pw); pw.CloseWithError(err) }()
-		_, err = c.CopyIn(ctx, io.TeeReader(pr, bar), f.pos[1], client.CopyOptions{Rep: r, CommitEvery: 1 << 30})
+		_, err = c.CopyIn(ctx, io.TeeReader(pr, bar), dst, client.CopyOptions{Rep: r, CommitEvery: 1 << 30})
 		pr.CloseWithError(err)
 		bar.finish()
 		return err
 	})
+}
+
+// copyTarget returns where cp puts a copy of src given dst: into dst if
+// it is a directory. A dst whose directory is missing in PlasmaFS but
+// exists on this machine is an error that says how to copy to a local file.
+func copyTarget(ctx context.Context, tx *client.Txn, src, dst string) (string, error) {
+	fi, err := tx.Lookup(ctx, dst)
+	if err == nil && fi.IsDir() {
+		return path.Join(dst, path.Base(src)), nil
+	}
+	if !errors.Is(err, client.ErrNotFound) {
+		return dst, nil
+	}
+	dir := path.Dir(dst)
+	if _, err := tx.Lookup(ctx, dir); errors.Is(err, client.ErrNotFound) && localExists(dir) {
+		return "", fmt.Errorf("%s: no directory %s in PlasmaFS (without file::, cp copies within PlasmaFS; to copy to the local file %[3]s, use 'plasma cp %[4]s file::%[3]s' or 'plasma get %[4]s %[3]s')", dst, dir, dst, src)
+	}
+	return dst, nil
+}
+
+// localExists reports whether p names something on this machine.
+func localExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func cmdChmod(ctx context.Context, args []string) error {

@@ -228,7 +228,9 @@ func copyAcross(ctx context.Context, c *client.Client, from, to treeArg, rep int
 		if err != nil {
 			return err
 		}
-		return getToFile(ctx, src, to.path, quiet)
+		bar := newProgress(src.Size(), "cp", quiet)
+		defer bar.finish()
+		return getToFile(ctx, src, to.path, bar)
 	}
 	lf, err := os.Open(from.path)
 	if err != nil {

@@ -32,9 +32,11 @@ func (p *progress) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// finish completes the bar; later calls do nothing.
 func (p *progress) finish() {
 	if p.bar != nil {
 		p.bar.Finish()
 		io.WriteString(os.Stderr, "\n")
+		p.bar = nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/plasmafs/plasma/client"
@@ -17,13 +18,14 @@ import (
 )
 
 func cmdPut(ctx context.Context, args []string) error {
-	f := newFlags("put", "[-rep N] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet.\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
+	f := newFlags("put", "[-rep N] [-r] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet; if /path is a directory,\nthe file is put into it under its local name. With -r, a local directory tree (into\n/path/NAME if /path is a directory, else as /path; one transaction per file).\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
 	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
 	useStdin := f.Bool("stdin", false, "read the data from standard input")
 	var every int64 = 1 << 30
 	f.sizeRange(&every, "commit-every", 1<<20, 1<<50, "commit after this many bytes")
 	var quiet bool
-	f.BoolVar(&quiet, "q", false, "no progress bar")
+	f.BoolVar(&quiet, "q", false, "no progress bar (there is none when stderr is not a terminal)")
+	recursive := f.Bool("r", false, "copy a local directory and everything under it")
 	topology := topologyFlags(f)
 	if err := f.parse(args); err != nil {
 		return err
@@ -36,6 +38,9 @@ func cmdPut(ctx context.Context, args []string) error {
 		return usagef("wrong number of arguments")
 	}
 	dst := f.pos[want-1]
+	if st, err := os.Stat(f.pos[0]); err == nil && st.IsDir() && *recursive && !*useStdin {
+		return putTree(ctx, f, f.pos[0], dst, client.CopyOptions{Rep: *rep, CommitEvery: every}, quiet)
+	}
 	var src io.Reader
 	var size int64 = -1
 	name := "stdin"
@@ -51,7 +56,7 @@ func cmdPut(ctx context.Context, args []string) error {
 			return err
 		}
 		if st.IsDir() {
-			return fmt.Errorf("%s: is a directory", name)
+			return fmt.Errorf("%s: is a directory (use put -r to copy the tree)", name)
 		}
 		size = st.Size()
 		src = lf
@@ -63,6 +68,10 @@ func cmdPut(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	// Into an existing directory, as cp does.
+	if dst, err = intoDir(ctx, c, dst, filepath.Base(name), *useStdin); err != nil {
+		return err
+	}
 	bar := newProgress(size, "put", quiet)
 	n, err := c.CopyIn(ctx, io.TeeReader(src, bar), dst, client.CopyOptions{Rep: *rep, CommitEvery: every, Topology: topology()})
 	bar.finish()
@@ -74,13 +83,20 @@ func cmdPut(ctx context.Context, args []string) error {
 }
 
 func cmdGet(ctx context.Context, args []string) error {
-	f := newFlags("get", "/path LOCALFILE", "Copy a PlasmaFS file to a local file ('-' for stdout).\nThe file is written under a temporary name beside LOCALFILE and renamed when it is\ncomplete: a failed or interrupted get leaves no partial file (and an existing\nLOCALFILE as it was).", true)
+	f := newFlags("get", "[-r] /path LOCALFILE", "Copy a PlasmaFS file to a local file ('-' for stdout); with -r a directory tree\n(into LOCALDIR/NAME if LOCALDIR exists, else as LOCALDIR).\nThe file is written under a temporary name beside LOCALFILE and renamed when it is\ncomplete: a failed or interrupted get leaves no partial file (and an existing\nLOCALFILE as it was).", true)
 	var quiet bool
-	f.BoolVar(&quiet, "q", false, "no progress bar")
+	f.BoolVar(&quiet, "q", false, "no progress bar (there is none when stderr is not a terminal)")
+	recursive := f.Bool("r", false, "copy a directory and everything under it")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
 		// A read-only transaction: nothing to commit, so no retries.
 		tx, _ := c.Begin(ctx)
 		defer tx.Abort(ctx)
+		if fi, err := tx.Lstat(ctx, f.pos[0]); err == nil && fi.IsDir() && f.pos[1] != "-" {
+			if !*recursive {
+				return fmt.Errorf("%s: is a directory (use get -r to copy the tree)", f.pos[0])
+			}
+			return getTree(ctx, tx, f.pos[0], f.pos[1], quiet)
+		}
 		src, err := tx.Open(ctx, f.pos[0])
 		if err != nil {
 			return err
@@ -91,15 +107,33 @@ func cmdGet(ctx context.Context, args []string) error {
 			bar.finish()
 			return err
 		}
-		return getToFile(ctx, src, f.pos[1], quiet)
+		bar := newProgress(src.Size(), "get", quiet)
+		defer bar.finish()
+		return getToFile(ctx, src, f.pos[1], bar)
 	})
+}
+
+// intoDir returns where a copy to dst goes: dst/name if dst is an existing
+// directory (as cp puts a file into a directory), else dst. Without a name
+// (stdin), a directory is an error.
+func intoDir(ctx context.Context, c *client.Client, dst, name string, noName bool) (string, error) {
+	tx, _ := c.Begin(ctx)
+	defer tx.Abort(ctx)
+	fi, err := tx.Lookup(ctx, dst)
+	if err != nil || !fi.IsDir() {
+		return dst, nil // the copy says what is wrong, if anything
+	}
+	if noName {
+		return "", fmt.Errorf("%s: is a directory (name the file to create in it)", dst)
+	}
+	return path.Join(dst, name), nil
 }
 
 // getToFile copies src to the local file dst atomically: into a new
 // temporary file in dst's directory, synced, then renamed over dst. On an
 // error, or when ctx ends (Ctrl-C), the temporary file is removed and dst
-// is left as it was.
-func getToFile(ctx context.Context, src *client.File, dst string, quiet bool) error {
+// is left as it was. The bytes copied go to bar too.
+func getToFile(ctx context.Context, src *client.File, dst string, bar *progress) error {
 	// Write through a symbolic link to where it points, as os.Create would.
 	target := dst
 	if fi, err := os.Lstat(dst); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -121,7 +155,6 @@ func getToFile(ctx context.Context, src *client.File, dst string, quiet bool) er
 			os.Remove(tmp.Name())
 		}
 	}()
-	bar := newProgress(src.Size(), "get", quiet)
 	copied := make(chan error, 1)
 	go func() {
 		_, err := src.WriteTo(io.MultiWriter(tmp, bar))
@@ -136,10 +169,8 @@ func getToFile(ctx context.Context, src *client.File, dst string, quiet bool) er
 		// Interrupted: do not wait for a read that may be stuck on an
 		// unresponsive datanode; the deferred cleanup removes the
 		// temporary file (later writes to it fail: it is closed).
-		bar.finish()
 		return fmt.Errorf("%s: interrupted, nothing written: %w", dst, context.Cause(ctx))
 	}
-	bar.finish()
 	if err != nil {
 		return fmt.Errorf("%w (%s not written)", err, dst)
 	}

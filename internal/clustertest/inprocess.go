@@ -26,10 +26,14 @@ type Options struct {
 	// In-process clusters always run at level none.
 	Security     string
 	DataSecurity string
-	// NamenodeArgs are extra flags for the namenode process.
+	// NamenodeArgs are extra flags for the namenode process, DatanodeArgs
+	// for each datanode process.
 	NamenodeArgs []string
-	// NamenodeFDLimit, if set, limits the namenode process's open files.
+	DatanodeArgs []string
+	// NamenodeFDLimit, if set, limits the namenode process's open files;
+	// DatanodeFDLimit each datanode process's.
 	NamenodeFDLimit int
+	DatanodeFDLimit int
 }
 
 func (o *Options) defaults() {

@@ -27,7 +27,8 @@ var (
 )
 
 // Binary returns the path of the plasma binary: $PLASMA_BIN, or one built
-// once per test process from this module.
+// once per test process from this module (with plasma-bench beside it, so
+// that 'plasma bench' finds it).
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -35,28 +36,49 @@ func Binary(t testing.TB) string {
 			binPath = p
 			return
 		}
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir, err := os.MkdirTemp("", "plasma-bin-")
-		if err != nil {
-			buildErr = err
+		var dir string
+		if dir, buildErr = os.MkdirTemp("", "plasma-bin-"); buildErr != nil {
 			return
 		}
 		binPath = filepath.Join(dir, "plasma")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/plasma")
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
+		buildErr = goBuild(binPath, "./cmd/plasma")
+		if buildErr == nil {
+			buildErr = goBuild(filepath.Join(dir, "plasma-bench"), "./cmd/plasma-bench")
 		}
 	})
 	if buildErr != nil {
 		t.Fatalf("build plasma: %v", buildErr)
 	}
 	return binPath
+}
+
+// BenchBinary returns the path of the plasma-bench binary:
+// $PLASMA_BENCH_BIN, or the one beside Binary's plasma (make build and
+// Binary put it there).
+func BenchBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("PLASMA_BENCH_BIN"); p != "" {
+		return p
+	}
+	p := filepath.Join(filepath.Dir(Binary(t)), "plasma-bench")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no plasma-bench beside %s (make build builds both; or set PLASMA_BENCH_BIN): %v", Binary(t), err)
+	}
+	return p
+}
+
+// goBuild builds package pkg of this module into out.
+func goBuild(out, pkg string) error {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // Proc is one daemon process.
@@ -66,6 +88,14 @@ type Proc struct {
 	Log  string
 	cmd  *exec.Cmd
 	done chan struct{}
+}
+
+// Pid returns the process id (0 if not started).
+func (p *Proc) Pid() int {
+	if p == nil || p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // Running reports whether the process is running.
@@ -144,12 +174,11 @@ func (c *Procs) start(p *Proc, args ...string) {
 	if err != nil {
 		c.t.Fatalf("log: %v", err)
 	}
-	cmd := exec.Command(c.Bin, args...)
-	if p == c.NN && c.Opts.NamenodeFDLimit > 0 {
-		// prlimit execs the namenode, which keeps its process id.
-		lim := fmt.Sprintf("--nofile=%d:%d", c.Opts.NamenodeFDLimit, c.Opts.NamenodeFDLimit)
-		cmd = exec.Command("prlimit", append([]string{lim, "--", c.Bin}, args...)...)
+	fdLimit := c.Opts.DatanodeFDLimit
+	if p == c.NN {
+		fdLimit = c.Opts.NamenodeFDLimit
 	}
+	cmd := LimitFiles(fdLimit, c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start %v: %v", args, err)
@@ -158,6 +187,17 @@ func (c *Procs) start(p *Proc, args ...string) {
 	p.cmd = cmd
 	p.done = make(chan struct{})
 	go func() { cmd.Wait(); close(p.done) }()
+}
+
+// LimitFiles returns the command running bin with args, limited to
+// nofile open files if nofile > 0 (prlimit execs bin, which keeps its
+// process id).
+func LimitFiles(nofile int, bin string, args ...string) *exec.Cmd {
+	if nofile <= 0 {
+		return exec.Command(bin, args...)
+	}
+	lim := fmt.Sprintf("--nofile=%d:%d", nofile, nofile)
+	return exec.Command("prlimit", append([]string{lim, "--", bin}, args...)...)
 }
 
 // StartNamenode (re)starts the namenode on its address and database. The
@@ -238,6 +278,7 @@ func (c *Procs) StartDatanode(p *Proc) {
 	if c.Opts.DataSecurity != "none" {
 		args = append(args, "-ticket-key", c.TicketKeyFile())
 	}
+	args = append(args, c.Opts.DatanodeArgs...)
 	c.start(p, args...)
 }
 
@@ -251,6 +292,11 @@ func (c *Procs) Kill(p *Proc) {
 // receives is processed until it is killed).
 func (c *Procs) Stop(p *Proc) {
 	p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Continue resumes a process frozen by Stop.
+func (c *Procs) Continue(p *Proc) {
+	p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // Wait waits for a process to exit and returns its exit code.

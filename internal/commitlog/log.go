@@ -45,9 +45,10 @@ type Log struct {
 }
 
 // Open opens (creating, with prealloc bytes of zeros, if needed) the log at
-// path and calls replay for every valid record in order. Appends continue
-// after the last valid record, with sequence numbers from max(last+1,
-// minNext).
+// path and calls replay for every valid record in order; an error of
+// replay ends Open, wrapped with the file, the record's sequence number and
+// its offset. Appends continue after the last valid record, with sequence
+// numbers from max(last+1, minNext).
 func Open(path string, prealloc int64, minNext uint64, replay func(seq uint64, payload []byte) error) (*Log, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -100,7 +101,7 @@ func (l *Log) scan(replay func(seq uint64, payload []byte) error) error {
 			break // torn or stale
 		}
 		if err := replay(seq, payload); err != nil {
-			return err
+			return fmt.Errorf("commit log %s: record %d at offset %d: %w", l.path, seq, off, err)
 		}
 		first = false
 		expect = seq + 1

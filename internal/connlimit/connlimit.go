@@ -1,12 +1,14 @@
-// Package connlimit is the admission control the namenode and the
-// datanodes share: connections still in their handshake count against the
-// limit and against a small per-source-address cap, so idle or slow peers
-// cannot hold the file descriptors legitimate clients need; after the
-// handshake each user has a limit of its own. Privileged identities
-// (daemons, superusers) may go Reserve past MaxConns, so a flood of user
-// connections never locks out the administrator or a restarting daemon.
-// It also holds the accept loop's backoff: running out of file
-// descriptors must slow a server down, never end it.
+// Package connlimit is the admission control every server of the project
+// shares. Listener is the one accept path: it survives running out of file
+// descriptors (backing off, never ending the server), bounds the
+// connections that have not finished their handshake (in total and per
+// source address, the longest waiting closed first to make room) and the
+// open ones. Limiter is what follows the handshake at the namenode and the
+// datanodes: each user has a limit of its own, and privileged identities
+// (daemons, superusers) may go past MaxConns (as far as the Listener's
+// MaxOpen), so a flood of user connections never locks out the
+// administrator or a restarting daemon.
+// Budget bounds the memory peers' requests may pin while they arrive.
 package connlimit
 
 import (
@@ -16,22 +18,20 @@ import (
 	"time"
 )
 
-// Limiter counts connections. Its zero value is not usable: use New.
+// Limiter counts established connections per user. Its zero value is
+// not usable: use New.
 type Limiter struct {
-	maxConns, perUser, perSource, reserve int
+	maxConns, perUser int
 
 	mu          sync.Mutex
 	established int
-	handshaking int
-	fromSource  map[string]int
 	ofUser      map[string]int
 }
 
-// New returns a limiter of maxConns connections (Reserve more for
-// privileged ones), perUser per user and perSource handshakes per address.
-func New(maxConns, perUser, perSource, reserve int) *Limiter {
-	return &Limiter{maxConns: maxConns, perUser: perUser, perSource: perSource, reserve: reserve,
-		fromSource: map[string]int{}, ofUser: map[string]int{}}
+// New returns a limiter of maxConns connections (privileged ones may go
+// past it) and perUser per user.
+func New(maxConns, perUser int) *Limiter {
+	return &Limiter{maxConns: maxConns, perUser: perUser, ofUser: map[string]int{}}
 }
 
 // Source names a connection's peer address (the IP, without the port).
@@ -42,35 +42,10 @@ func Source(nc net.Conn) string {
 	return nc.RemoteAddr().String()
 }
 
-// StartHandshake admits a new connection from src into its handshake, or
-// says why not.
-func (l *Limiter) StartHandshake(src string) error {
+// Admit admits an authenticated connection of user, or says why not.
+func (l *Limiter) Admit(user string, privileged bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.established+l.handshaking >= l.maxConns+l.reserve {
-		return fmt.Errorf("connection limit reached (%d)", l.maxConns)
-	}
-	if l.fromSource[src] >= l.perSource {
-		return fmt.Errorf("too many connections in their handshake from %s (limit %d)", src, l.perSource)
-	}
-	l.handshaking++
-	l.fromSource[src]++
-	return nil
-}
-
-// EndHandshake ends the handshake StartHandshake admitted. If it succeeded
-// (ok), the connection of user is admitted as established, or refused
-// with the reason; a refused or failed one is forgotten.
-func (l *Limiter) EndHandshake(src string, ok bool, user string, privileged bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.handshaking--
-	if l.fromSource[src]--; l.fromSource[src] <= 0 {
-		delete(l.fromSource, src)
-	}
-	if !ok {
-		return nil
-	}
 	switch {
 	case !privileged && l.established >= l.maxConns:
 		return fmt.Errorf("the server has its maximum of %d connections", l.maxConns)

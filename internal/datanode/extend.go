@@ -38,8 +38,10 @@ import (
 // wrote it); NoTicket skips the check.
 //
 // seq is the append ticket's sequence number (auth.Ticket.Seq; 0 without
-// tickets): refused if the store applied a later one to the block, or if
-// it predates the floor (RaiseAppendFloor).
+// tickets): refused if the store applied a later one to the block. (The
+// server refuses tickets issued before its registration with the
+// namenode, writeFloor: the sequence numbers applied are kept in memory
+// only, and forgotten by a restart.)
 func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32, gen, seq uint64) error {
 	bs := int(s.Config.Blocksize)
 	if err := s.check(block, 1); err != nil {
@@ -65,10 +67,10 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 	}
 	if gen != NoTicket {
 		s.mu.Lock()
-		floor, last := s.appendFloor, s.appendSeq[block]
+		last := s.appendSeq[block]
 		s.mu.Unlock()
-		if seq < floor || seq < last {
-			return fmt.Errorf("%w: append ticket %#x for block %d is older than the last extension of it (%#x) or than this datanode's registration (%#x)", auth.ErrTicketStale, seq, block, last, floor)
+		if seq < last {
+			return fmt.Errorf("%w: append ticket %#x for block %d is older than the last extension of it (%#x)", auth.ErrTicketStale, seq, block, last)
 		}
 	}
 	nOld := bs - int(tail)
@@ -116,30 +118,6 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 		s.mu.Unlock()
 	}
 	return s.record(block, crc, gen, uint32(bs-n))
-}
-
-// RaiseAppendFloor refuses, from now on, append tickets with a sequence
-// number below seq: the namenode's generation when this datanode
-// registered. The sequence numbers of the extensions applied are kept in
-// memory only; after a restart (of either side) the floor keeps tickets
-// granted before it from writing over what later extensions wrote.
-func (s *BlockStore) RaiseAppendFloor(seq uint64) {
-	s.mu.Lock()
-	if s.appendFloor == refuseAppends || seq > s.appendFloor {
-		s.appendFloor = seq
-	}
-	s.mu.Unlock()
-}
-
-// refuseAppends, as the floor, refuses every append ticket: a datanode
-// that has not registered yet does not know which are stale.
-const refuseAppends = ^uint64(0)
-
-// RefuseAppends refuses append tickets until RaiseAppendFloor.
-func (s *BlockStore) RefuseAppends() {
-	s.mu.Lock()
-	s.appendFloor = refuseAppends
-	s.mu.Unlock()
 }
 
 // ReadPrefix reads the first valid bytes of block into buf (len ≥

@@ -245,9 +245,10 @@ func TestReadersOfOlderVersionsDuringExtension(t *testing.T) {
 }
 
 // TestExtendRefusesOlderTickets: an append ticket granted before one the
-// block was extended with, or before the datanode's registration (the
-// floor), is refused even where its checksums match (a ticket of an ended
-// transaction, replayed, would write over the later extension).
+// block was extended with is refused even where its checksums match (a
+// ticket of an ended transaction, replayed, would write over the later
+// extension). Tickets from before the datanode's registration are the
+// server's to refuse (writeFloor, TestWriteFloor).
 func TestExtendRefusesOlderTickets(t *testing.T) {
 	st := newExtVolume(t)
 	const gen = 4
@@ -266,15 +267,37 @@ func TestExtendRefusesOlderTickets(t *testing.T) {
 	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 40); !errors.Is(err, auth.ErrTicketStale) {
 		t.Errorf("a ticket older than the block's last extension: %v, want refused", err)
 	}
-	st.RaiseAppendFloor(100)
-	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 60); !errors.Is(err, auth.ErrTicketStale) {
-		t.Errorf("a ticket older than the registration: %v, want refused", err)
+	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 60); err != nil {
+		t.Errorf("a later ticket: %v", err)
 	}
-	if err := st.Extend(5, len(v1)+10, b, c2, c3, gen, 100); err != nil {
-		t.Errorf("a current ticket: %v", err)
+}
+
+// TestWriteFloor: before a registration nothing is admitted; afterwards
+// tickets from the registration's generation on; losing the namenode
+// refuses everything again, and the next registration never lowers the
+// floor.
+func TestWriteFloor(t *testing.T) {
+	var f writeFloor
+	f.refuseAll()
+	if ok, _ := f.admits(1 << 62); ok {
+		t.Error("admitted before a registration")
 	}
-	st.RefuseAppends()
-	if err := st.Extend(5, len(v1)+20, b, c3, 0, gen, 200); !errors.Is(err, auth.ErrTicketStale) {
-		t.Errorf("before registration: %v, want refused", err)
+	f.raise(100)
+	for seq, want := range map[uint64]bool{99: false, 100: true, 101: true} {
+		if ok, _ := f.admits(seq); ok != want {
+			t.Errorf("floor 100, ticket %d: admitted %v", seq, ok)
+		}
+	}
+	f.raise(50)
+	if ok, _ := f.admits(60); ok {
+		t.Error("the floor went down")
+	}
+	f.refuseAll()
+	if ok, _ := f.admits(200); ok {
+		t.Error("admitted while not registered")
+	}
+	f.raise(150)
+	if ok, _ := f.admits(150); !ok {
+		t.Error("not admitted after registering again")
 	}
 }

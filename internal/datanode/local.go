@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ const (
 	LocalRefused = '!'
 )
 
-// ServeLocal lets clients on this machine read (and write) blocks without
+// ListenLocal and ServeLocal let clients on this machine read (and write) blocks without
 // a TCP copy: each connection on the Unix socket at path receives the
 // volume identity and a descriptor of the block file, which the client
 // then uses with pread (pwrite), verifying checksums itself.
@@ -42,41 +43,56 @@ const (
 // that no PlasmaFS user's processes share. Readers get a read-only
 // descriptor; a writable one needs a write ticket for this datanode (that
 // keeps a reader's bug from writing, it is no barrier against that user).
-func (s *Server) ServeLocal(path string) error {
+//
+// ListenLocal creates the socket at path before the datanode registers
+// (the namenode tells clients the path at once, so it must exist by
+// then); ServeLocal then answers on it.
+func (s *Server) ListenLocal(path string) (*LocalListener, error) {
 	// A second, read-only open of the block file for readers.
 	ro, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(s.store.data.Fd())), os.O_RDONLY, 0)
 	if err != nil {
 		if ro, err = os.Open(s.store.data.Name()); err != nil {
-			return fmt.Errorf("read-only block file: %w", err)
+			return nil, fmt.Errorf("read-only block file: %w", err)
 		}
 	}
-	defer ro.Close()
 	os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return err
+		ro.Close()
+		return nil, err
 	}
 	s.mu.Lock()
 	s.uln = ln
 	s.mu.Unlock()
+	return &LocalListener{ln: ln, ro: ro}, nil
+}
+
+// LocalListener is the local socket of ListenLocal with the read-only
+// block file it hands out.
+type LocalListener struct {
+	ln *net.UnixListener
+	ro *os.File
+}
+
+// ServeLocal answers local peers on ll until the server closes.
+func (s *Server) ServeLocal(ll *LocalListener) error {
+	ln, ro := ll.ln, ll.ro
+	defer ro.Close()
+	l := connlimit.Listen(ln, connlimit.Options{Name: "datanode local socket", Log: s.log})
 	for {
-		c, err := ln.AcceptUnix()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-s.stop:
-				return nil
-			default:
-			}
-			return err
+			return nil // closed: Accept retries every other error
 		}
+		c := nc.(*connlimit.Conn).NetConn().(*net.UnixConn)
 		// Only a peer that could open the block file itself (root or the
 		// datanode's own user) gets its descriptor.
 		if !s.trustedPeer(c) {
 			s.log.Warn("local reader refused: different user", "peer", c.RemoteAddr())
-			c.Close()
-			continue
+		} else {
+			s.serveLocalConn(c, ro)
 		}
-		s.serveLocalConn(c, ro)
+		nc.Close() // gives the listener's slot back
 	}
 }
 

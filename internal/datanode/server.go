@@ -40,6 +40,10 @@ type Config struct {
 	// daemons and superusers are not bound by it).
 	MaxConnsPerUser int
 	Idle            time.Duration // close a silent data connection after this (default 10m)
+	// ReceiveMemory bounds the bytes of write data all connections
+	// together hold between reading and storing them (default 1 GiB, at
+	// least four blocks).
+	ReceiveMemory int
 }
 
 // Server serves one volume over the data protocol.
@@ -48,6 +52,7 @@ type Server struct {
 	nodeID  atomic.Uint32 // assigned by the namenode at registration
 	revMu   sync.Mutex
 	revoked map[uint64]time.Time // transaction tags whose tickets are void → when learned
+	floor   writeFloor           // tickets that write are issued after the last registration
 	store   *BlockStore
 	log     *slog.Logger
 	bufs    sync.Pool
@@ -56,8 +61,11 @@ type Server struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]string // → user ("" until authenticated)
 	limits  *connlimit.Limiter
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// received bounds the write data read off connections and not yet
+	// stored (Config.ReceiveMemory).
+	received *connlimit.Budget
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // Open opens the volume for serving.
@@ -94,11 +102,15 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Idle == 0 {
 		cfg.Idle = 10 * time.Minute
 	}
+	if cfg.ReceiveMemory == 0 {
+		cfg.ReceiveMemory = 1 << 30
+	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
 	if cfg.TicketKey != nil {
-		st.RefuseAppends() // until the namenode says which tickets are current
+		s.floor.refuseAll() // until the namenode says which tickets are current
 	}
-	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, maxHandshakesPerSource, reserveConns)
+	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser)
+	s.received = connlimit.NewBudget(max(cfg.ReceiveMemory, 4*int(st.Config.Blocksize)), receiveWait)
 	bs := int(st.Config.Blocksize)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
@@ -187,7 +199,7 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	}
 	s.nodeID.Store(resp.Nodes[0].ID)
 	if len(resp.Counters) > 0 {
-		s.store.RaiseAppendFloor(resp.Counters[0])
+		s.floor.raise(resp.Counters[0])
 	}
 	s.log.Info("registered with namenode", "namenode", s.cfg.Namenode, "id", resp.Nodes[0].ID)
 	return c, nil
@@ -238,74 +250,74 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 			s.log.Warn("lost namenode connection", "err", err)
 			c.Close()
 			c = nil
+			// If the namenode restarted, it forgot the revocations it
+			// had not sent yet: no ticket writes until it tells us
+			// which are current (writeFloor).
+			if s.cfg.TicketKey != nil {
+				s.floor.refuseAll()
+			}
 		}
 	}
 }
 
-// Serve accepts data protocol connections on ln until Close.
+// Serve accepts data protocol connections on ln until Close. Accept
+// errors (such as running out of file descriptors) are retried with
+// backoff; they never end Serve.
 func (s *Server) Serve(ln net.Listener) error {
+	l := connlimit.Listen(ln, connlimit.Options{Name: "datanode", Log: s.log, PendingPerSource: maxHandshakesPerSource,
+		MaxOpen: s.cfg.MaxConns + reserveConns + connlimit.DefaultMaxPending})
 	s.mu.Lock()
-	s.ln = ln
+	s.ln = l
 	s.mu.Unlock()
-	var backoff connlimit.Backoff
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-s.stop:
-				return nil
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			// Out of file descriptors and the like: wait, never give up.
-			s.log.Warn("accept failed, retrying", "err", err)
-			if !backoff.Wait(s.stop) {
-				return nil
-			}
-			continue
-		}
-		backoff.Reset()
-		src := connlimit.Source(nc)
-		if err := s.limits.StartHandshake(src); err != nil {
-			s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "reason", err)
-			nc.Close()
-			continue
+			return nil // closed: Accept retries every other error
 		}
 		s.mu.Lock()
 		s.conns[nc] = ""
 		s.mu.Unlock()
-		go func() {
-			sc, who, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
-			user, privileged := "", who == nil
-			if who != nil {
-				user, privileged = who.User, who.Super() || who.Role.Daemon()
-			}
-			if lerr := s.limits.EndHandshake(src, err == nil, user, privileged); err == nil {
-				err = lerr
-			}
-			s.mu.Lock()
-			if err != nil {
-				delete(s.conns, nc)
-			} else {
-				s.conns[nc] = user
-			}
-			s.mu.Unlock()
-			if err != nil {
-				s.log.Warn("data connection refused", "remote", nc.RemoteAddr(), "err", err)
-				nc.Close()
-				return
-			}
-			s.serveConn(nc, sc)
-		}()
+		go s.handshake(nc)
 	}
+}
+
+// handshake authenticates a new data connection and serves it.
+func (s *Server) handshake(nc net.Conn) {
+	sc, who, err := auth.Server(nc, s.cfg.Security, s.cfg.Credential)
+	user, privileged := "", who == nil
+	if who != nil {
+		user, privileged = who.User, who.Super() || who.Role.Daemon()
+	}
+	if err == nil {
+		connlimit.Admit(nc)
+		err = s.limits.Admit(user, privileged)
+	}
+	s.mu.Lock()
+	if err != nil {
+		delete(s.conns, nc)
+	} else {
+		s.conns[nc] = user
+	}
+	s.mu.Unlock()
+	if err != nil {
+		// Closed: the listener made room for newer ones (it logs that).
+		lvl := slog.LevelWarn
+		if errors.Is(err, net.ErrClosed) {
+			lvl = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), lvl, "data connection refused", "remote", nc.RemoteAddr(), "err", err)
+		nc.Close()
+		return
+	}
+	s.serveConn(nc, sc)
 }
 
 // Connection limits (as the namenode's, internal/connlimit): daemons
 // (other datanodes forwarding a chain) and superusers may use reserveConns
-// past MaxConns.
+// past MaxConns; maxHandshakesPerSource bounds the connections from one
+// address that have not finished their handshake.
 const (
+	receiveWait            = 30 * time.Second // for the receive budget, before the connection is closed
 	reserveConns           = 64
 	maxHandshakesPerSource = 64
 )
@@ -350,7 +362,8 @@ func (s *Server) checkReadTicket(raw []byte, block uint64) (gen, limit uint64, e
 }
 
 // openTicket opens a ticket, checks it with check, and refuses it if its
-// transaction has ended.
+// transaction has ended, or if it writes and was issued before this
+// datanode's registration (writeFloor).
 func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.Ticket, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("request without a ticket refused")
@@ -367,6 +380,14 @@ func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.T
 	s.revMu.Unlock()
 	if dead {
 		return nil, auth.ErrTicketRevoked
+	}
+	if t.Write || t.Append {
+		if ok, floor := s.floor.admits(t.Seq); !ok {
+			if floor == refusing {
+				return nil, fmt.Errorf("%w: this datanode is not registered with the namenode (it is starting or lost its connection): try again", auth.ErrTicketOutdated)
+			}
+			return nil, fmt.Errorf("%w: ticket %#x, registration %#x", auth.ErrTicketOutdated, t.Seq, floor)
+		}
 	}
 	return t, nil
 }
@@ -464,6 +485,38 @@ type hop struct {
 type job struct {
 	q    *wire.DataReq
 	bufp *[]byte // write data (pooled)
+	held int     // bytes of the receive budget its data holds
+}
+
+// receiveChunk is how much of a write's data is granted by the receive
+// budget at a time.
+const receiveChunk = 1 << 20
+
+// receive reads a write's data into buf, in chunks each granted by the
+// receive budget before it is read, and returns the bytes granted (also
+// on failure): peers that announce blocks and send them slowly, or not
+// at all, pin no more than the budget together.
+func (s *Server) receive(r io.Reader, buf []byte) (held int, err error) {
+	for off := 0; off < len(buf); {
+		n := min(len(buf)-off, receiveChunk)
+		if err := s.received.Acquire(n); err != nil {
+			return held, err
+		}
+		held += n
+		if _, err := io.ReadFull(r, buf[off:off+n]); err != nil {
+			return held, err
+		}
+		off += n
+	}
+	return held, nil
+}
+
+// done gives back what job j holds: its buffer and its grant.
+func (s *Server) done(j job) {
+	if j.bufp != nil {
+		s.bufs.Put(j.bufp)
+	}
+	s.received.Release(j.held)
 }
 
 // serveConn reads requests in one goroutine and executes them, in order,
@@ -506,17 +559,19 @@ func (s *Server) serveConn(raw, nc net.Conn) {
 				return
 			}
 			j.bufp = s.bufs.Get().(*[]byte)
-			if _, err := io.ReadFull(r, (*j.bufp)[:q.Length]); err != nil {
-				s.bufs.Put(j.bufp)
+			var err error
+			if j.held, err = s.receive(r, (*j.bufp)[:q.Length]); err != nil {
+				s.done(j)
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					s.log.Debug("data connection closed", "remote", nc.RemoteAddr(), "err", err)
+				}
 				return
 			}
 		}
 		select {
 		case jobs <- j:
 		case <-done:
-			if j.bufp != nil {
-				s.bufs.Put(j.bufp)
-			}
+			s.done(j)
 			return
 		}
 	}
@@ -535,9 +590,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 	failed := false
 	for j := range jobs {
 		if failed {
-			if j.bufp != nil {
-				s.bufs.Put(j.bufp)
-			}
+			s.done(j)
 			continue
 		}
 		q := j.q
@@ -629,9 +682,10 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		if err == nil && payload != nil {
 			_, err = w.Write(payload)
 		}
-		if bufp != nil {
-			s.bufs.Put(bufp)
+		if bufp != j.bufp {
+			s.bufs.Put(bufp) // a buffer of its own (read, adopt)
 		}
+		s.done(j)
 		// Flush only when no further request is queued, so a pipelining
 		// client gets few, large writes.
 		if err == nil && len(jobs) == 0 {

@@ -228,9 +228,8 @@ type BlockStore struct {
 	gens    []uint64
 	tails   []uint32 // zero bytes at each block's end that are not on disk
 	// Extensions in place (extend.go): the last append ticket applied to
-	// each block, and the least one accepted at all.
-	appendSeq   map[uint64]uint64
-	appendFloor uint64
+	// each block.
+	appendSeq map[uint64]uint64
 	// Writes of one block are serialised (the generation check, the data
 	// and the checksum go together); blocks share stripes.
 	stripes [64]sync.Mutex

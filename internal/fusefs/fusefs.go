@@ -11,6 +11,7 @@ package fusefs
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -115,7 +116,14 @@ func callerCtx(h *fuse.InHeader) context.Context {
 	return vfs.WithCaller(context.Background(), vfs.Caller{UID: h.Uid, GID: h.Gid})
 }
 
-func status(err error) fuse.Status { return fuse.Status(vfs.Errno(err)) }
+func status(err error) fuse.Status {
+	e := vfs.Errno(err)
+	if e == syscall.EIO {
+		// The program sees only EIO: the mount's messages say why.
+		log.Printf("plasma mount: input/output error: %v", err)
+	}
+	return fuse.Status(e)
+}
 
 // noID is the uid and gid the mount shows for an owner or group without
 // a local id: no process has it, so the kernel's permission checks

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 // bigCreate is the change of one transaction creating files files in
@@ -16,8 +14,8 @@ func bigCreate(files int) *Change {
 	c := &Change{}
 	for i := 0; i < files; i++ {
 		c.PutInodes = append(c.PutInodes,
-			Inode{Ino: 100 + uint64(i), Type: wire.TypeFile, Mode: 0o644, User: "u", Group: "g", Size: int64(i), Nlink: 1},
-			Inode{Ino: 2, Type: wire.TypeDir, Mode: 0o755, User: "u", Group: "g", Nlink: 2, Mtime: int64(i)})
+			Inode{Ino: 100 + uint64(i), Type: TypeFile, Mode: 0o644, User: "u", Group: "g", Size: int64(i), Nlink: 1},
+			Inode{Ino: 2, Type: TypeDir, Mode: 0o755, User: "u", Group: "g", Nlink: 2, Mtime: int64(i)})
 		c.PutEntries = append(c.PutEntries, Entry{EntryKey{2, fmt.Sprintf("f%d", i)}, 100 + uint64(i)})
 	}
 	return c
@@ -44,12 +42,12 @@ func TestApplyManyInodesLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Mode: 0o755, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: TypeDir, Mode: 0o755, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	big := bigCreate(files)
 	later := &Change{
-		PutInodes: []Inode{{Ino: 100, Type: wire.TypeFile, Mode: 0o600, User: "u", Group: "g", Size: 999999, Nlink: 1}},
+		PutInodes: []Inode{{Ino: 100, Type: TypeFile, Mode: 0o600, User: "u", Group: "g", Size: 999999, Nlink: 1}},
 		DelInodes: []uint64{101},
 	}
 	named := len(big.PutInodes) + len(later.PutInodes) + len(later.DelInodes)
@@ -105,9 +103,9 @@ func TestApplyPutThenDeleteInOneChange(t *testing.T) {
 	}
 	defer s.Close()
 	err = s.Apply(context.Background(), []*Change{
-		{PutInodes: []Inode{{Ino: 7, Type: wire.TypeFile, Nlink: 0}, {Ino: 8, Type: wire.TypeFile, Nlink: 1, Size: 1}}, DelInodes: []uint64{7}},
+		{PutInodes: []Inode{{Ino: 7, Type: TypeFile, Nlink: 0}, {Ino: 8, Type: TypeFile, Nlink: 1, Size: 1}}, DelInodes: []uint64{7}},
 		{DelInodes: []uint64{8}},
-		{PutInodes: []Inode{{Ino: 8, Type: wire.TypeFile, Nlink: 1, Size: 2}}},
+		{PutInodes: []Inode{{Ino: 8, Type: TypeFile, Nlink: 1, Size: 2}}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 func TestOpenRefusesMissingDatabaseUnlessFormat(t *testing.T) {
@@ -27,7 +25,7 @@ func TestOpenRefusesMissingDatabaseUnlessFormat(t *testing.T) {
 	if len(ns) != 32 {
 		t.Fatalf("namespace id %q", ns)
 	}
-	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -69,7 +67,7 @@ func TestOpenRefusesLostWAL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	// A crash: the database is never closed, its WAL holds the commit.
@@ -100,7 +98,7 @@ func TestBackupIsConsistentAndRestorable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: wire.TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
+	if err := s.Apply(context.Background(), []*Change{{PutInodes: []Inode{{Ino: 2, Type: TypeDir, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	bak := filepath.Join(dir, "backup.db")

@@ -1,121 +1,263 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
 	"sort"
-
-	"github.com/plasmafs/plasma/internal/wire"
 )
+
+// The commit log's records: each is one batch of changes, in the store's
+// own encoding, with a format version.
+//
+// Format 1 and later: a zero byte, the format version (uvarint), then the
+// batch. Format 0, from before records had versions, is the batch alone:
+// it starts with the batch's number of changes, never 0 for a logged
+// batch, so the leading zero byte tells the two apart. Format 0 encoded
+// inodes and extents as the namenode protocol did then (with a blocksize
+// per inode and tickets per extent); its decoding is frozen here.
+//
+// A batch: the number of changes, then each change's fields in order
+// (PutInodes, DelInodes, PutEntries, DelEntries, Blocks, PutNodes,
+// InoLimit, Touch), every list as its length and its elements. Integers
+// are uvarints, except checksums and datanode ids (u32) and sizes and
+// times (i64), which are little-endian.
+
+// LogFormat is the format version EncodeChanges writes. A change of the
+// encoding gets a new version, and DecodeChanges keeps reading the old ones.
+const LogFormat = 1
+
+// ErrNewerFormat is returned for a record of a format newer than LogFormat.
+var ErrNewerFormat = errors.New("record format newer than this program")
 
 // EncodeChanges encodes a batch of changes for the namenode's commit log;
 // DecodeChanges reads it back. Replaying a decoded batch through Apply is
 // idempotent (every change is an upsert or a delete of whole rows).
 func EncodeChanges(changes []*Change) []byte {
-	e := wire.Enc{}
-	e.Uv(uint64(len(changes)))
+	e := encoder{}
+	e.u8(0)
+	e.uv(LogFormat)
+	e.uv(uint64(len(changes)))
 	for _, c := range changes {
-		e.Uv(uint64(len(c.PutInodes)))
+		e.uv(uint64(len(c.PutInodes)))
 		for i := range c.PutInodes {
-			wire.EncodeAttr(&e, &c.PutInodes[i])
+			encodeInode(&e, &c.PutInodes[i])
 		}
-		e.Uv(uint64(len(c.DelInodes)))
+		e.uv(uint64(len(c.DelInodes)))
 		for _, ino := range c.DelInodes {
-			e.Uv(ino)
+			e.uv(ino)
 		}
-		e.Uv(uint64(len(c.PutEntries)))
+		e.uv(uint64(len(c.PutEntries)))
 		for _, x := range c.PutEntries {
-			e.Uv(x.Parent)
-			e.Str(x.Name)
-			e.Uv(x.Ino)
+			e.uv(x.Parent)
+			e.str(x.Name)
+			e.uv(x.Ino)
 		}
-		e.Uv(uint64(len(c.DelEntries)))
+		e.uv(uint64(len(c.DelEntries)))
 		for _, k := range c.DelEntries {
-			e.Uv(k.Parent)
-			e.Str(k.Name)
+			e.uv(k.Parent)
+			e.str(k.Name)
 		}
-		inos := make([]uint64, 0, len(c.Blocks))
-		for ino := range c.Blocks {
-			inos = append(inos, ino)
-		}
-		sort.Slice(inos, func(i, j int) bool { return inos[i] < inos[j] })
-		e.Uv(uint64(len(inos)))
+		inos := sortedInos(c.Blocks)
+		e.uv(uint64(len(inos)))
 		for _, ino := range inos {
-			e.Uv(ino)
-			wire.EncodeExtents(&e, c.Blocks[ino])
+			e.uv(ino)
+			encodeExtents(&e, c.Blocks[ino])
 		}
-		e.Uv(uint64(len(c.PutNodes)))
+		e.uv(uint64(len(c.PutNodes)))
 		for _, d := range c.PutNodes {
-			e.U32(d.ID)
-			e.Str(d.Identity)
-			e.Uv(d.Blocks)
-			e.Bool(d.Enabled)
+			e.u32(d.ID)
+			e.str(d.Identity)
+			e.uv(d.Blocks)
+			e.bool(d.Enabled)
 		}
-		e.Uv(c.InoLimit)
-		e.Uv(uint64(len(c.Touch)))
-		for ino, mt := range c.Touch {
-			e.Uv(ino)
-			e.I64(mt)
+		e.uv(c.InoLimit)
+		inos = sortedInos(c.Touch)
+		e.uv(uint64(len(inos)))
+		for _, ino := range inos {
+			e.uv(ino)
+			e.i64(c.Touch[ino])
 		}
 	}
-	return e.B
+	return e.b
 }
 
-// DecodeChanges decodes a batch written by EncodeChanges.
+func sortedInos[V any](m map[uint64]V) []uint64 {
+	inos := make([]uint64, 0, len(m))
+	for ino := range m {
+		inos = append(inos, ino)
+	}
+	sort.Slice(inos, func(i, j int) bool { return inos[i] < inos[j] })
+	return inos
+}
+
+func encodeInode(e *encoder, a *Inode) {
+	e.uv(a.Ino)
+	e.u8(uint8(a.Type))
+	e.uv(uint64(a.Mode))
+	e.str(a.User)
+	e.str(a.Group)
+	e.i64(a.Size)
+	e.uv(uint64(a.Nlink))
+	e.i64(a.Mtime)
+	e.i64(a.Ctime)
+	e.u8(a.Rep)
+	e.uv(a.Seq)
+	e.str(a.Target)
+}
+
+func encodeExtents(e *encoder, xs []Extent) {
+	e.uv(uint64(len(xs)))
+	for _, x := range xs {
+		e.uv(x.Index)
+		e.uv(uint64(x.Count))
+		e.uv(uint64(len(x.Replicas)))
+		for _, r := range x.Replicas {
+			e.uv(uint64(r.Node))
+			e.uv(r.Start)
+		}
+		e.uv(uint64(len(x.CRC)))
+		for _, c := range x.CRC {
+			e.u32(c)
+		}
+		e.uv(x.Gen)
+	}
+}
+
+// DecodeChanges decodes a batch written by EncodeChanges, of this format
+// version or an earlier one. A batch of a later version is refused
+// (ErrNewerFormat): it may hold what this program would misread.
 func DecodeChanges(b []byte) ([]*Change, error) {
-	d := wire.Dec{B: b}
-	n := d.Len(wire.MaxList, 1)
+	version := uint64(0)
+	d := decoder{b: b}
+	if len(b) > 1 && b[0] == 0 {
+		d.u8()
+		version = d.uv()
+		switch {
+		case d.err != nil:
+			return nil, fmt.Errorf("decode changes: %w", d.err)
+		case version == 0:
+			return nil, errors.New("decode changes: format version 0 after the version marker")
+		case version > LogFormat:
+			return nil, fmt.Errorf("%w: format %d, this program reads formats up to %d (a newer plasma wrote it: run that version or a later one)",
+				ErrNewerFormat, version, LogFormat)
+		}
+	}
+	out := decodeBatch(&d, version)
+	if d.err == nil && len(d.b) != 0 {
+		return nil, fmt.Errorf("decode changes (format %d): %d trailing bytes", version, len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("decode changes (format %d): %w", version, d.err)
+	}
+	return out, nil
+}
+
+// decodeBatch decodes a batch of the given format version.
+func decodeBatch(d *decoder, version uint64) []*Change {
+	n := d.count(1)
 	out := make([]*Change, 0, n)
-	for i := 0; i < n && d.Err == nil; i++ {
+	for i := 0; i < n && d.err == nil; i++ {
 		c := &Change{}
-		for k := d.Len(wire.MaxList, 1); k > 0 && d.Err == nil; k-- {
-			c.PutInodes = append(c.PutInodes, *wire.DecodeAttr(&d))
+		for k := d.count(1); k > 0 && d.err == nil; k-- {
+			c.PutInodes = append(c.PutInodes, decodeInode(d, version))
 		}
-		for k := d.Len(wire.MaxList, 1); k > 0 && d.Err == nil; k-- {
-			c.DelInodes = append(c.DelInodes, d.Uv())
+		for k := d.count(1); k > 0 && d.err == nil; k-- {
+			c.DelInodes = append(c.DelInodes, d.uv())
 		}
-		for k := d.Len(wire.MaxList, 3); k > 0 && d.Err == nil; k-- {
+		for k := d.count(3); k > 0 && d.err == nil; k-- {
 			var x Entry
-			x.Parent = d.Uv()
-			x.Name = d.Str(wire.MaxName)
-			x.Ino = d.Uv()
+			x.Parent = d.uv()
+			x.Name = d.str()
+			x.Ino = d.uv()
 			c.PutEntries = append(c.PutEntries, x)
 		}
-		for k := d.Len(wire.MaxList, 2); k > 0 && d.Err == nil; k-- {
+		for k := d.count(2); k > 0 && d.err == nil; k-- {
 			var x EntryKey
-			x.Parent = d.Uv()
-			x.Name = d.Str(wire.MaxName)
+			x.Parent = d.uv()
+			x.Name = d.str()
 			c.DelEntries = append(c.DelEntries, x)
 		}
-		if k := d.Len(wire.MaxList, 2); k > 0 {
-			c.Blocks = make(map[uint64][]wire.Extent, k)
-			for ; k > 0 && d.Err == nil; k-- {
-				ino := d.Uv()
-				c.Blocks[ino] = wire.DecodeExtents(&d)
+		if k := d.count(2); k > 0 {
+			c.Blocks = make(map[uint64][]Extent, k)
+			for ; k > 0 && d.err == nil; k-- {
+				ino := d.uv()
+				c.Blocks[ino] = decodeExtents(d, version)
 			}
 		}
-		for k := d.Len(wire.MaxList, 7); k > 0 && d.Err == nil; k-- {
+		for k := d.count(7); k > 0 && d.err == nil; k-- {
 			var x Datanode
-			x.ID = d.U32()
-			x.Identity = d.Str(wire.MaxName)
-			x.Blocks = d.Uv()
-			x.Enabled = d.Bool()
+			x.ID = d.u32()
+			x.Identity = d.str()
+			x.Blocks = d.uv()
+			x.Enabled = d.bool()
 			c.PutNodes = append(c.PutNodes, x)
 		}
-		c.InoLimit = d.Uv()
-		if k := d.Len(wire.MaxList, 9); k > 0 {
+		c.InoLimit = d.uv()
+		if k := d.count(9); k > 0 {
 			c.Touch = make(map[uint64]int64, k)
-			for ; k > 0 && d.Err == nil; k-- {
-				ino := d.Uv()
-				c.Touch[ino] = d.I64()
+			for ; k > 0 && d.err == nil; k-- {
+				ino := d.uv()
+				c.Touch[ino] = d.i64()
 			}
 		}
 		out = append(out, c)
 	}
-	if d.Err == nil && len(d.B) != 0 {
-		return nil, fmt.Errorf("decode changes: %d trailing bytes", len(d.B))
+	return out
+}
+
+func decodeInode(d *decoder, version uint64) Inode {
+	var a Inode
+	a.Ino = d.uv()
+	a.Type = InodeType(d.u8())
+	a.Mode = uint32(d.uv())
+	a.User = d.str()
+	a.Group = d.str()
+	a.Size = d.i64()
+	a.Nlink = uint32(d.uv())
+	a.Mtime = d.i64()
+	a.Ctime = d.i64()
+	a.Rep = d.u8()
+	if version == 0 {
+		d.uv() // the protocol's blocksize: the namenode's, not the inode's
 	}
-	if d.Err != nil {
-		return nil, fmt.Errorf("decode changes: %w", d.Err)
+	a.Seq = d.uv()
+	a.Target = d.str()
+	return a
+}
+
+func decodeExtents(d *decoder, version uint64) []Extent {
+	n := d.count(4)
+	xs := make([]Extent, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		var x Extent
+		x.Index = d.uv()
+		c := d.uv()
+		if c > 1<<32-1 {
+			d.fail("extent of %d blocks", c)
+		}
+		x.Count = uint32(c)
+		x.Replicas = make([]Run, d.count(2))
+		for j := range x.Replicas {
+			x.Replicas[j].Node = uint32(d.uv())
+			x.Replicas[j].Start = d.uv()
+		}
+		nc := d.count(4)
+		if nc != 0 && nc != int(x.Count) {
+			d.fail("extent of %d blocks with %d checksums", x.Count, nc)
+		}
+		if nc > 0 {
+			x.CRC = make([]uint32, nc)
+			for j := range x.CRC {
+				x.CRC[j] = d.u32()
+			}
+		}
+		if version == 0 {
+			for k := d.count(1); k > 0 && d.err == nil; k-- {
+				d.bytes() // the protocol's tickets: never logged, always empty
+			}
+		}
+		x.Gen = d.uv()
+		xs = append(xs, x)
 	}
-	return out, nil
+	return xs
 }

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plasmafs/plasma/internal/wire"
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
@@ -311,7 +310,7 @@ func (s *SQLite) migrate() error {
 		}
 		if v == 0 {
 			now := time.Now().UnixNano()
-			if _, err := tx.Exec(`INSERT INTO inodes VALUES (1, ?, 493, 'root', 'root', 0, 2, ?, ?, 0, 0, '')`, int(wire.TypeDir), now, now); err != nil {
+			if _, err := tx.Exec(`INSERT INTO inodes VALUES (1, ?, 493, 'root', 'root', 0, 2, ?, ?, 0, 0, '')`, int(TypeDir), now, now); err != nil {
 				tx.Rollback()
 				return err
 			}
@@ -342,7 +341,7 @@ func (s *SQLite) migrate() error {
 
 // Load implements Store.
 func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
-	snap := &Snapshot{Blocks: map[uint64][]wire.Extent{}, InoLimit: 2}
+	snap := &Snapshot{Blocks: map[uint64][]Extent{}, InoLimit: 2}
 	rows, err := s.db.QueryContext(ctx, `SELECT ino, type, mode, owner, grp, size, nlink, mtime, ctime, rep, seq, target FROM inodes`)
 	if err != nil {
 		return nil, fmt.Errorf("load inodes: %w", err)
@@ -382,7 +381,7 @@ func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 	}
 	for rows.Next() {
 		var ino uint64
-		var x wire.Extent
+		var x Extent
 		var reps, crcs []byte
 		if err := rows.Scan(&ino, &x.Index, &x.Count, &reps, &crcs, &x.Gen); err != nil {
 			rows.Close()
@@ -393,7 +392,7 @@ func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 			return nil, fmt.Errorf("load extents: inode %d index %d: corrupt row", ino, x.Index)
 		}
 		for i := 0; i < len(reps); i += 12 {
-			x.Replicas = append(x.Replicas, wire.Run{Node: binary.LittleEndian.Uint32(reps[i:]), Start: binary.LittleEndian.Uint64(reps[i+4:])})
+			x.Replicas = append(x.Replicas, Run{Node: binary.LittleEndian.Uint32(reps[i:]), Start: binary.LittleEndian.Uint64(reps[i+4:])})
 		}
 		x.CRC = make([]uint32, x.Count)
 		for i := range x.CRC {

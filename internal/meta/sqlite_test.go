@@ -4,8 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 func TestSQLiteApplyLoadAcrossReopen(t *testing.T) {
@@ -14,12 +12,12 @@ func TestSQLiteApplyLoadAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ext := []wire.Extent{{Index: 0, Count: 2, Replicas: []wire.Run{{Node: 1, Start: 10}, {Node: 2, Start: 20}}, CRC: []uint32{7, 8}}}
+	ext := []Extent{{Index: 0, Count: 2, Replicas: []Run{{Node: 1, Start: 10}, {Node: 2, Start: 20}}, CRC: []uint32{7, 8}}}
 	err = s.Apply(context.Background(), []*Change{
 		{PutNodes: []Datanode{{ID: 1, Identity: "a", Blocks: 100, Enabled: true}, {ID: 2, Identity: "b", Blocks: 100, Enabled: true}}},
-		{PutInodes: []Inode{{Ino: 5, Type: wire.TypeFile, Mode: 0o600, User: "u", Group: "g", Size: 3, Nlink: 1, Rep: 2}},
-			PutEntries: []Entry{{EntryKey{1, "f"}, 5}}, Blocks: map[uint64][]wire.Extent{5: ext}, InoLimit: 100},
-		{PutInodes: []Inode{{Ino: 6, Type: wire.TypeDir, Mode: 0o755, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 6}}},
+		{PutInodes: []Inode{{Ino: 5, Type: TypeFile, Mode: 0o600, User: "u", Group: "g", Size: 3, Nlink: 1, Rep: 2}},
+			PutEntries: []Entry{{EntryKey{1, "f"}, 5}}, Blocks: map[uint64][]Extent{5: ext}, InoLimit: 100},
+		{PutInodes: []Inode{{Ino: 6, Type: TypeDir, Mode: 0o755, Nlink: 2}}, PutEntries: []Entry{{EntryKey{1, "d"}, 6}}},
 		{DelInodes: []uint64{6}, DelEntries: []EntryKey{{1, "d"}}},
 	})
 	if err != nil {

@@ -2,12 +2,58 @@ package meta
 
 import (
 	"context"
-
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
+// The store's types are its own, not the namenode protocol's: what they
+// hold is durable (in the SQL tables and the commit log), and must mean
+// the same to every later version of the program, whatever the protocol
+// becomes. The namenode converts to them once, when it prepares a commit.
+
 // Inode is an inode's durable attributes.
-type Inode = wire.Attr
+type Inode struct {
+	Ino    uint64
+	Type   InodeType
+	Mode   uint32 // permission bits (07777)
+	User   string
+	Group  string
+	Size   int64
+	Nlink  uint32
+	Mtime  int64 // Unix nanoseconds
+	Ctime  int64
+	Rep    uint8  // requested replication
+	Seq    uint64 // bumped on every data change
+	Target string // symlink target; a device node's number (decimal)
+}
+
+// InodeType is an inode's type. The values are durable: never renumber.
+type InodeType uint8
+
+// Inode types.
+const (
+	TypeFile InodeType = 1 + iota
+	TypeDir
+	TypeSymlink
+	TypeFIFO
+	TypeSocket
+	TypeCharDevice
+	TypeBlockDevice
+)
+
+// Extent maps file blocks Index..Index+Count-1 to a run of Count blocks on
+// each replica.
+type Extent struct {
+	Index    uint64
+	Count    uint32
+	Replicas []Run
+	CRC      []uint32 // CRC32C of each (zero-padded) block: Count of them
+	Gen      uint64   // generation of the allocation that made the blocks (0: unknown)
+}
+
+// Run locates an extent's blocks on one datanode volume.
+type Run struct {
+	Node  uint32 // Datanode.ID
+	Start uint64 // first block in the volume
+}
 
 // EntryKey names a directory entry.
 type EntryKey struct {
@@ -33,7 +79,7 @@ type Datanode struct {
 type Snapshot struct {
 	Inodes    []Inode
 	Entries   []Entry
-	Blocks    map[uint64][]wire.Extent
+	Blocks    map[uint64][]Extent
 	Datanodes []Datanode
 	// InoLimit is the first inode number never handed out: numbers below it
 	// may have been seen by clients and are never reused.
@@ -49,7 +95,7 @@ type Change struct {
 	PutEntries []Entry
 	DelEntries []EntryKey
 	// Blocks replaces the whole block list of each inode named.
-	Blocks   map[uint64][]wire.Extent
+	Blocks   map[uint64][]Extent
 	PutNodes []Datanode
 	InoLimit uint64 // raise the inode limit to this (0: unchanged)
 	// Touch raises the mtime (and with it the ctime) of directories whose entries changed; it

@@ -12,6 +12,16 @@ import (
 // over the nodes while each run stays contiguous on disk.
 const runLength = 128
 
+// Where a single-replica file's runs go: each of its groups of runLength
+// blocks on one datanode, the next group on the next datanode (by id). The
+// first group, of a new file, goes to the datanode with the most free
+// blocks; datanodes within nearSlack of it count as equals and take turns
+// (nodeRegistry.turn), so that files, also of concurrent writers, spread
+// over the cluster instead of all starting on one datanode.
+//
+// nearSlack is max(runLength, the most free blocks / nearFraction).
+const nearFraction = 16
+
 // blockAllocator places one allocation request: which datanodes get each
 // replica of each block, taken from their block maps. It knows nothing of
 // transactions; the namenode records the runs it returns in the
@@ -22,18 +32,69 @@ const runLength = 128
 type blockAllocator struct {
 	nodes []*dnode          // candidates: live, enabled datanodes
 	hints map[uint32]uint64 // per datanode, where the file's blocks there end
+	// groups: per group of runLength blocks of the file, the datanodes
+	// holding its replicas, first replica first: a group's blocks stay
+	// together on them.
+	groups map[uint64][]uint32
+	turn   *uint64 // whose turn it is among near-equal datanodes
 }
 
 // newBlockAllocator makes an allocator over the live datanodes nodes for a
 // file whose current block list is xs (the contiguity hints).
 func newBlockAllocator(nodes []*dnode, xs []wire.Extent) *blockAllocator {
-	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}}
+	a := &blockAllocator{nodes: nodes, hints: map[uint32]uint64{}, groups: map[uint64][]uint32{}, turn: new(uint64)}
 	for _, x := range xs {
 		for _, r := range x.Replicas {
 			a.hints[r.Node] = r.Start + uint64(x.Count)
 		}
+		a.noteGroups(x)
 	}
 	return a
+}
+
+// noteGroups records where the file's blocks of extent x are.
+func (a *blockAllocator) noteGroups(x wire.Extent) {
+	if len(x.Replicas) == 0 || x.Count == 0 {
+		return
+	}
+	nodes := make([]uint32, len(x.Replicas))
+	for i, r := range x.Replicas {
+		nodes[i] = r.Node
+	}
+	for g := x.Index / runLength; g <= (x.Index+uint64(x.Count)-1)/runLength; g++ {
+		a.groups[g] = nodes
+	}
+}
+
+// notePending adds the runs the file's transaction allocated but has not
+// attached yet (a file written in several flushes) to what the allocator
+// knows of the file, so its next blocks join them.
+func (a *blockAllocator) notePending(runs []run) {
+	// One run per replica of each piece (in no order): the piece's
+	// replicas are the runs of its first block.
+	pieces := map[uint64]*wire.Extent{}
+	for _, r := range runs {
+		if r.count == 0 {
+			continue
+		}
+		if end, ok := a.hints[r.node]; !ok || r.start+r.count > end {
+			a.hints[r.node] = r.start + r.count
+		}
+		if _, ok := a.groups[r.index/runLength]; ok {
+			continue // attached already, or known from another piece
+		}
+		x := pieces[r.index]
+		if x == nil {
+			x = &wire.Extent{Index: r.index, Count: uint32(r.count)}
+			pieces[r.index] = x
+		}
+		x.Count = min(x.Count, uint32(r.count))
+		x.Replicas = append(x.Replicas, wire.Run{Node: r.node, Start: r.start})
+	}
+	for _, x := range pieces {
+		sort.Slice(x.Replicas, func(i, j int) bool { return x.Replicas[i].Node < x.Replicas[j].Node })
+		a.noteGroups(*x)
+	}
 }
 
 // place allocates blocks index..index+count-1 of file ino with rep
@@ -70,15 +131,16 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 	})
 	var out []wire.Extent
 	var runs []run
+	preferred := len(prefSet) > 0 && prefSet[live[0].Identity]
 	for count > 0 {
 		piece := count
 		var set []*dnode
 		if rep == 1 {
 			group := index / runLength
 			piece = min(count, (group+1)*runLength-index)
-			set = []*dnode{live[int(group%uint64(len(live)))]}
+			set = []*dnode{a.singleNode(group, live, preferred)}
 		} else {
-			set = live[:rep]
+			set = a.replicaNodes(index/runLength, live, rep)
 		}
 		xs, rs, err := a.piece(ino, set, live, index, piece)
 		runs = append(runs, rs...)
@@ -86,11 +148,86 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 			a.release(runs)
 			return nil, nil, err
 		}
+		for _, x := range xs {
+			a.noteGroups(x)
+		}
 		out = append(out, xs...)
 		index += piece
 		count -= piece
 	}
 	return out, runs, nil
+}
+
+// singleNode returns the datanode for group of a single-replica file:
+// the one holding the group's blocks already, else the one after the
+// datanode of the group before (in live's order), else, for a file's
+// first blocks, live[0] if preferred, or the one with the most free
+// blocks, near-equals taking turns.
+func (a *blockAllocator) singleNode(group uint64, live []*dnode, preferred bool) *dnode {
+	at := func(id uint32) int {
+		for i, dn := range live {
+			if dn.ID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	if ids := a.groups[group]; len(ids) > 0 {
+		if i := at(ids[0]); i >= 0 {
+			return live[i]
+		}
+	}
+	if ids := a.groups[group-1]; len(ids) > 0 && group > 0 {
+		if i := at(ids[0]); i >= 0 {
+			return live[(i+1)%len(live)]
+		}
+	}
+	if preferred {
+		return live[0]
+	}
+	return a.roomiest(live)
+}
+
+// replicaNodes returns the rep datanodes for group of a file with rep
+// replicas: those holding the group's blocks already, if all are in live,
+// else the first rep of live (the preferred, then the roomiest).
+func (a *blockAllocator) replicaNodes(group uint64, live []*dnode, rep int) []*dnode {
+	ids := a.groups[group]
+	if len(ids) != rep {
+		return live[:rep]
+	}
+	set := make([]*dnode, 0, rep)
+	for _, id := range ids {
+		for _, dn := range live {
+			if dn.ID == id {
+				set = append(set, dn)
+			}
+		}
+	}
+	if len(set) != rep {
+		return live[:rep]
+	}
+	return set
+}
+
+// roomiest returns the datanode of live with the most free blocks, or,
+// if others are within nearSlack of it, the one whose turn it is among
+// them (live is in id order).
+func (a *blockAllocator) roomiest(live []*dnode) *dnode {
+	most := uint64(0)
+	for _, dn := range live {
+		most = max(most, dn.used.free())
+	}
+	slack := max(runLength, most/nearFraction)
+	var near []*dnode
+	for _, dn := range live {
+		if dn.used.free()+slack >= most {
+			near = append(near, dn)
+		}
+	}
+	dn := near[*a.turn%uint64(len(near))]
+	*a.turn++
+	return dn
 }
 
 // piece allocates count blocks on the nodes of set (one replica each),
@@ -170,6 +307,16 @@ func substitute(set, live []*dnode, full *dnode) *dnode {
 // nothing is taken. Called with n.mu held.
 func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64) ([]wire.Extent, error) {
 	a := newBlockAllocator(n.liveNodes(), n.ns.blockList(tx, ino))
+	a.turn = &n.nodes.turn
+	for _, runs := range tx.allocated {
+		var mine []run
+		for _, r := range runs {
+			if r.ino == ino {
+				mine = append(mine, r)
+			}
+		}
+		a.notePending(mine)
+	}
 	xs, runs, err := a.place(ino, index, count, rep, pref)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func TestFailedAllocationTakesNothing(t *testing.T) {
 			{ID: 1, Identity: "dn1", Blocks: 40, Enabled: true},
 			{ID: 2, Identity: "dn2", Blocks: 40, Enabled: true},
 		},
-		PutInodes:  []meta.Inode{{Ino: 2, Type: wire.TypeFile, Mode: 0o644, User: "root", Group: "root", Nlink: 1, Rep: 2}},
+		PutInodes:  []meta.Inode{{Ino: 2, Type: meta.TypeFile, Mode: 0o644, User: "root", Group: "root", Nlink: 1, Rep: 2}},
 		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: rootIno, Name: "f"}, Ino: 2}},
 		InoLimit:   100,
 	}

@@ -8,18 +8,6 @@ import (
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
-// serveAsync handles requests that wait for the store without holding
-// up the connection's other requests: datanode registrations (recorded by
-// the committer) and backups.
-func (n *Namenode) serveAsync(c *conn, id uint64, q *wire.Request) {
-	switch q.Op {
-	case wire.OpRegister:
-		n.registerAsync(c, id, q)
-	case wire.OpBackup:
-		n.backup(c, id, q)
-	}
-}
-
 // backup writes a consistent copy of the metadata to q.Path, a new file on
 // the namenode's host (superuser only). The store serialises the copy with
 // the committer's writes: commits wait while it runs, nothing else does.

@@ -23,8 +23,9 @@ type commitReq struct {
 	direct func()
 }
 
-// prepareCommit turns tx's private state into a store change. Called with
-// n.mu held; tx must not be used for anything else afterwards.
+// prepareCommit turns tx's private state into a store change, in the
+// store's own types (durable.go). Called with n.mu held; tx must not be
+// used for anything else afterwards: applyCommit makes its state visible.
 func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 	c := &meta.Change{}
 	now := time.Now().UnixNano()
@@ -41,7 +42,7 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 		c.Touch[parent] = now
 	}
 	for _, a := range tx.inodes {
-		c.PutInodes = append(c.PutInodes, *a)
+		c.PutInodes = append(c.PutInodes, storeInode(a))
 	}
 	for k, ino := range tx.entries {
 		if ino == 0 {
@@ -51,13 +52,17 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 		}
 	}
 	if len(tx.blocks) > 0 {
-		c.Blocks = tx.blocks
+		c.Blocks = make(map[uint64][]meta.Extent, len(tx.blocks))
+		for ino, xs := range tx.blocks {
+			c.Blocks[ino] = storeExtents(xs)
+		}
 	}
 	return c
 }
 
-// applyCommit makes a durable change visible in memory and ends tx.
-// Called by the committer with n.mu held.
+// applyCommit makes a durable change visible in memory and ends tx: the
+// attributes and block lists from tx's own state (c holds them in the
+// store's types), the rest from c. Called by the committer with n.mu held.
 func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.fsck.note(c)
 	n.epoch++
@@ -66,12 +71,12 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 		in := n.ns.inodes[a.Ino]
 		if in == nil {
 			in = &inode{}
-			if a.Type == wire.TypeDir {
+			if a.Type == meta.TypeDir {
 				in.entries = map[string]uint64{}
 			}
 			n.ns.inodes[a.Ino] = in
 		}
-		in.attr = a
+		in.attr = *tx.inodes[a.Ino]
 	}
 	for ino, mt := range c.Touch {
 		if in := n.ns.inodes[ino]; in != nil && in.attr.Mtime < mt {
@@ -127,7 +132,7 @@ func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 			p.dirNlink()
 		}
 	}
-	for ino, xs := range c.Blocks {
+	for ino, xs := range tx.blocks {
 		if in := n.ns.inodes[ino]; in != nil {
 			in.blocks = xs
 		}

@@ -38,10 +38,12 @@
 // requestHandler methods (server.go). Fsck is a checker (fsck.go) over the
 // namespace and the datanode registry, under Namenode.mu.
 //
-// Requests: every request but commit, sync, registration and backup runs
-// through the operation table (ops.go) under Namenode.mu; the dispatcher
-// makes the checks each entry's flags ask for (outside a transaction,
-// needs one, datanodes only, superuser only, inode reachable). The ~40
+// Requests: every request runs through the operation table (ops.go)
+// under Namenode.mu; the dispatcher makes the checks each entry's flags
+// ask for (outside a transaction, needs one, datanodes only, superuser
+// only, inode reachable). Commit, sync, registration and backup wait for
+// the store: their entries hand the server a function that answers the
+// request itself once the lock is released (answersLater). The ~40
 // handlers remain Namenode methods, grouped by what they work on
 // (ops_names.go, ops_attrs.go, ops_blocks.go, ops_admin.go; leases.go for
 // leasedir): each reads and changes several of the parts above under the

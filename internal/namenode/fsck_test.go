@@ -36,10 +36,10 @@ func TestFsckFindsProblemsAcrossPages(t *testing.T) {
 	}
 	defer store.Close()
 	dir := func(ino uint64) meta.Inode {
-		return meta.Inode{Ino: ino, Type: wire.TypeDir, Mode: 0o755, User: "root", Group: "root", Nlink: 2}
+		return meta.Inode{Ino: ino, Type: meta.TypeDir, Mode: 0o755, User: "root", Group: "root", Nlink: 2}
 	}
 	file := func(ino uint64, nlink uint32, size int64) meta.Inode {
-		return meta.Inode{Ino: ino, Type: wire.TypeFile, Mode: 0o644, User: "root", Group: "root", Nlink: nlink, Size: size, Rep: 1}
+		return meta.Inode{Ino: ino, Type: meta.TypeFile, Mode: 0o644, User: "root", Group: "root", Nlink: nlink, Size: size, Rep: 1}
 	}
 	ent := func(parent uint64, name string, ino uint64) meta.Entry {
 		return meta.Entry{EntryKey: meta.EntryKey{Parent: parent, Name: name}, Ino: ino}
@@ -49,9 +49,9 @@ func TestFsckFindsProblemsAcrossPages(t *testing.T) {
 		PutInodes: []meta.Inode{dir(2), dir(3), file(4, 2, 2<<16), file(5, 1, 1<<16), dir(6), dir(7), dir(8)},
 		PutEntries: []meta.Entry{ent(1, "fill", 2), ent(1, "d", 3), ent(3, "f", 4), ent(1, "g", 5),
 			ent(8, "x", 7), ent(7, "y", 8), ent(1, "missing", 99999)},
-		Blocks: map[uint64][]wire.Extent{
-			4: {{Index: 0, Count: 2, Replicas: []wire.Run{{Node: 1, Start: 0}}, CRC: []uint32{0, 0}}},
-			5: {{Index: 0, Count: 1, Replicas: []wire.Run{{Node: 1, Start: 1}}, CRC: []uint32{0}}},
+		Blocks: map[uint64][]meta.Extent{
+			4: {{Index: 0, Count: 2, Replicas: []meta.Run{{Node: 1, Start: 0}}, CRC: []uint32{0, 0}}},
+			5: {{Index: 0, Count: 1, Replicas: []meta.Run{{Node: 1, Start: 1}}, CRC: []uint32{0}}},
 		},
 		InoLimit: 5000,
 	}

@@ -26,47 +26,52 @@ import (
 // fewer than 2^genShift allocations per second.
 const genShift = 32
 
-// lastGen is the last generation handed out. One counter serves every
-// namenode of the process (tests run several): each one's generations are
-// still increasing, and above its own boot epoch.
-var lastGen atomic.Uint64
+// generations is a namenode's generation counter: the last generation
+// handed out. Safe for concurrent use.
+type generations struct{ last atomic.Uint64 }
 
 // loadStarting loads cfg.Store's metadata and starts this boot's
 // generations: it raises the stored boot epoch (durably) before the
-// namenode can issue any ticket. Called by New.
-func loadStarting(cfg Config) (*meta.Snapshot, error) {
+// namenode can issue any ticket, and returns the generation this boot's
+// generations start above. Called by New.
+func loadStarting(cfg Config) (*meta.Snapshot, uint64, error) {
 	snap, err := cfg.Store.Load(context.Background())
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	epoch := uint64(time.Now().Unix())
 	if st, ok := cfg.Store.(meta.BootEpocher); ok {
 		if epoch, err = st.RaiseBootEpoch(epoch); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	} else if cfg.TicketKey != nil {
 		cfg.Logger.Warn("the metadata store keeps no boot epoch: block generations rely on the clock alone")
 	}
 	if epoch >= 1<<(64-genShift-1) {
-		return nil, fmt.Errorf("boot epoch %d out of range", epoch)
+		return nil, 0, fmt.Errorf("boot epoch %d out of range", epoch)
 	}
-	raiseGen(epoch << genShift)
-	return snap, nil
+	return snap, epoch << genShift, nil
 }
 
-// raiseGen makes the last generation at least g.
-func raiseGen(g uint64) {
+// raise makes the last generation at least v.
+func (g *generations) raise(v uint64) {
 	for {
-		cur := lastGen.Load()
-		if cur >= g || lastGen.CompareAndSwap(cur, g) {
+		cur := g.last.Load()
+		if cur >= v || g.last.CompareAndSwap(cur, v) {
 			return
 		}
 	}
 }
 
 // newGen returns the generation of a new allocation.
-func newGen() uint64 { return lastGen.Add(1) }
+func (n *Namenode) newGen() uint64 { return n.gens.last.Add(1) }
 
 // currentGen returns the generation of a read ticket: at least that of
 // every allocation made so far.
-func currentGen() uint64 { return lastGen.Load() }
+func (n *Namenode) currentGen() uint64 { return n.gens.last.Load() }
+
+// registrationFloor returns the generation a registering datanode is told:
+// a new one, above the sequence number (auth.Ticket.Seq) of every write
+// and append ticket issued so far, which it refuses from now on (their
+// transactions' revocations may be lost with a restart of either side).
+func (n *Namenode) registrationFloor() uint64 { return n.newGen() }

@@ -14,8 +14,6 @@ import (
 // the in-memory counter starts from nothing) hands out generations above
 // every one of the previous boot, even within the same second.
 func TestGenerationsGrowAcrossRestarts(t *testing.T) {
-	saved := lastGen.Load()
-	defer raiseGen(saved)
 	path := filepath.Join(t.TempDir(), "m.db")
 	st, err := meta.OpenSQLite(path, false)
 	if err != nil {
@@ -25,11 +23,13 @@ func TestGenerationsGrowAcrossRestarts(t *testing.T) {
 	cfg := Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var last uint64
 	for boot := 0; boot < 3; boot++ {
-		lastGen.Store(0) // a new process
-		if _, err := loadStarting(cfg); err != nil {
+		n := &Namenode{} // a new process: the counter starts from nothing
+		_, first, err := loadStarting(cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
-		read := currentGen()
+		n.gens.raise(first)
+		read := n.currentGen()
 		if read <= last {
 			t.Fatalf("boot %d: read generation %#x not above the last boot's %#x", boot, read, last)
 		}
@@ -37,7 +37,7 @@ func TestGenerationsGrowAcrossRestarts(t *testing.T) {
 			t.Fatalf("boot %d: epoch %d below the clock", boot, epoch)
 		}
 		for i := 0; i < 5; i++ {
-			g := newGen()
+			g := n.newGen()
 			if g <= read || g <= last {
 				t.Fatalf("boot %d: allocation generation %#x not above %#x", boot, g, max(read, last))
 			}

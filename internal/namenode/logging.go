@@ -40,15 +40,16 @@ func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, e
 		if seq <= snap.LogSeq {
 			return nil // already in the store
 		}
+		// Errors name the log, the record and its offset (commitlog.Open).
 		if seq != last+1 {
-			return fmt.Errorf("commit log %s does not continue the store (it holds record %d, the store ends at %d): a database restored from a backup needs its old log removed", cfg.LogPath, seq, last)
+			return fmt.Errorf("the log does not continue the store (the store ends at record %d): a database restored from a backup needs its old log removed", last)
 		}
 		changes, err := meta.DecodeChanges(payload)
 		if err != nil {
-			return fmt.Errorf("commit log %s: record %d: %w", cfg.LogPath, seq, err)
+			return err
 		}
 		if err := cfg.Store.Apply(context.Background(), append(changes, &meta.Change{LogSeq: seq})); err != nil {
-			return fmt.Errorf("replay commit log record %d: %w", seq, err)
+			return fmt.Errorf("replay: %w", err)
 		}
 		replayed++
 		last = seq

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +61,11 @@ type Config struct {
 	// MaxHandshakesPerSource bounds the connections from one address that
 	// have not finished their handshake (default 64).
 	MaxHandshakesPerSource int
-	IdleTimeout            time.Duration // close a connection silent this long (default 30m)
+	// RequestMemory bounds the bytes of requests arriving (frames larger
+	// than wire.SmallFrame) that all connections together hold (default
+	// 64 MiB, at least wire.MaxFrame).
+	RequestMemory int
+	IdleTimeout   time.Duration // close a connection silent this long (default 30m)
 	// UserAllocLimit bounds the blocks (each replica counted) one user may
 	// hold in uncommitted transactions; 0 means 7/8 of the cluster's blocks.
 	UserAllocLimit uint64
@@ -87,10 +90,11 @@ type Config struct {
 	// after which it is checkpointed and started over (default 64 MiB).
 	LogSize int64
 
-	// Fatal is called when the metadata store fails (a failed write or
-	// fsync leaves the store's state unknown): the namenode stops serving
-	// and must be restarted to reload the durable state. The default logs
-	// and exits the process.
+	// Fatal, if set, is called when the metadata store fails (a failed
+	// write or fsync leaves the store's state unknown). Either way the
+	// namenode stops serving and must be restarted to reload the durable
+	// state: Serve returns an error matching ErrStoreFailed, on which the
+	// program should exit without closing the store.
 	Fatal func(error)
 }
 
@@ -136,6 +140,8 @@ type Namenode struct {
 	leases     *dirLeases // guarded by mu
 	fsck       *checker   // guarded by mu
 
+	gens generations // block generations (gen.go)
+
 	cm       *committer
 	deferred []*meta.Change // namenode-internal changes for the committer (mu)
 	stop     chan struct{}
@@ -151,7 +157,13 @@ type Namenode struct {
 	commits atomic.Uint64
 
 	srv *rpcServer
+	// failure is set (to an error matching ErrStoreFailed) once the store
+	// failed; Serve returns it.
+	failure atomic.Pointer[error]
 }
+
+// ErrStoreFailed is what Serve returns after the metadata store failed.
+var ErrStoreFailed = errors.New("the metadata store failed: the namenode stopped; restart it to reload the durable state")
 
 // New loads the metadata from cfg.Store and starts the committer.
 func New(cfg Config) (*Namenode, error) {
@@ -185,6 +197,10 @@ func New(cfg Config) (*Namenode, error) {
 	if cfg.MaxConnsPerUser == 0 {
 		cfg.MaxConnsPerUser = 256
 	}
+	if cfg.RequestMemory == 0 {
+		cfg.RequestMemory = 64 << 20
+	}
+	cfg.RequestMemory = max(cfg.RequestMemory, wire.MaxFrame)
 	if cfg.MaxHandshakesPerSource == 0 {
 		cfg.MaxHandshakesPerSource = 64
 	}
@@ -206,7 +222,7 @@ func New(cfg Config) (*Namenode, error) {
 	if _, ok := cfg.Store.(meta.Syncer); !ok {
 		return nil, errors.New("the metadata store cannot sync on demand (meta.Syncer)")
 	}
-	snap, err := loadStarting(cfg) // Store.Load, and this boot's block generations (gen.go)
+	snap, firstGen, err := loadStarting(cfg) // Store.Load, and this boot's block generations (gen.go)
 	if err != nil {
 		return nil, err
 	}
@@ -225,19 +241,24 @@ func New(cfg Config) (*Namenode, error) {
 		leases: newDirLeases(time.Now(), cfg.LeaseTerm, cfg.Fresh),
 		stop:   make(chan struct{}),
 	}
+	n.gens.raise(firstGen)
 	n.ns = newNamespace(n.locks)
 	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
-		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser, cfg.MaxHandshakesPerSource, reserveConns)}
+		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser),
+		listen: connlimit.Options{Name: "namenode", Log: n.log, PendingPerSource: cfg.MaxHandshakesPerSource,
+			MaxOpen: cfg.MaxConns + reserveConns + connlimit.DefaultMaxPending},
+		frames: connlimit.NewBudget(cfg.RequestMemory, requestMemoryWait)}
 	n.cm = newCommitter(nnStore{n}, cfg.SyncInterval, cfg.SyncCommits)
 	n.fsck = &checker{mu: &n.mu, ns: n.ns, nodes: n.nodes, txns: n.txns, inoNext: &n.inos.next,
 		blocksize: int64(cfg.Blocksize), timeout: cfg.TxnTimeout, log: n.log}
-	for _, a := range snap.Inodes {
-		in := &inode{attr: a}
-		if a.Type == wire.TypeDir {
+	for i := range snap.Inodes {
+		a := &snap.Inodes[i]
+		in := &inode{attr: wireAttr(a)}
+		if a.Type == meta.TypeDir {
 			in.entries = map[string]uint64{}
 		}
-		in.blocks = snap.Blocks[a.Ino]
+		in.blocks = wireExtents(snap.Blocks[a.Ino])
 		n.ns.inodes[a.Ino] = in
 	}
 	if n.ns.inodes[rootIno] == nil {
@@ -303,7 +324,12 @@ func New(cfg Config) (*Namenode, error) {
 
 const rootIno = 1
 
-// reserveConns is how far daemons and superusers may go past MaxConns.
+// requestMemoryWait is how long a request arriving waits for
+// Config.RequestMemory before its connection is closed.
+const requestMemoryWait = 10 * time.Second
+
+// reserveConns is how far daemons and superusers may go past MaxConns
+// (the file descriptor limit permitting).
 const reserveConns = 64
 
 // linkFrom records d more (or fewer) names of the inode in directory
@@ -342,12 +368,20 @@ func (in *inode) linkFrom(parent uint64, d int) {
 func (n *Namenode) fatal(err error) {
 	n.cm.halt()
 	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
+	failure := fmt.Errorf("%w: %w", ErrStoreFailed, err)
+	n.failure.CompareAndSwap(nil, &failure)
 	n.srv.closeAll()
 	if n.cfg.Fatal != nil {
 		n.cfg.Fatal(err)
-		return
 	}
-	os.Exit(1)
+}
+
+// failed returns the store failure that stopped the namenode (nil: none).
+func (n *Namenode) failed() error {
+	if f := n.failure.Load(); f != nil {
+		return *f
+	}
+	return nil
 }
 
 // Close stops listeners, closes connections (aborting their transactions)

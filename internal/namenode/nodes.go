@@ -21,6 +21,9 @@ type nodeRegistry struct {
 	byID        map[uint32]*dnode
 	byIdent     map[string]*dnode
 	registering map[string]uint32 // identity → reserved id, until durable
+	// turn is whose turn it is among datanodes with about as much free
+	// space as the roomiest, for a new single-replica file (allocator.go).
+	turn uint64
 }
 
 func newNodeRegistry() *nodeRegistry {

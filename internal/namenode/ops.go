@@ -37,8 +37,9 @@ type opSpec struct {
 	run   opHandler
 }
 
-// opTable lists every operation handle serves (commits and datanode
-// registrations take other paths: the committer and registerAsync).
+// opTable lists every operation of the protocol. Those that wait for the
+// store (commit, sync, register, backup) answer themselves, later
+// (answersLater).
 var opTable map[wire.Op]opSpec
 
 func init() {
@@ -88,11 +89,32 @@ func init() {
 		wire.OpDropReplicas: {opNeedsTxn, func(n *Namenode, _ *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return nil, n.dropReplicas(tx, q.Pref)
 		}},
+		wire.OpCommit: {opOutsideTxn, func(n *Namenode, c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return nil, &answersLater{func(id uint64) { n.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, nil) }}
+		}},
+		wire.OpSync: {opOutsideTxn, func(n *Namenode, c *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
+			return nil, &answersLater{func(id uint64) { n.syncBarrier(c, id) }}
+		}},
+		wire.OpRegister: {opOutsideTxn, func(n *Namenode, c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return nil, &answersLater{func(id uint64) { n.registerAsync(c, id, q) }}
+		}},
+		wire.OpBackup: {opOutsideTxn, func(n *Namenode, c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+			return nil, &answersLater{func(id uint64) { n.backup(c, id, q) }}
+		}},
 	}
 }
 
-// handle runs one request other than commit: the checks its table entry
-// asks for, then its handler. Called with n.mu held.
+// answersLater is what a handler returns for an operation that waits for
+// the store: the RPC server calls run with the request's id once the
+// namenode lock is released, and run answers the request itself, now or
+// from another goroutine, while the connection's other requests go on.
+// Those operations check their callers themselves.
+type answersLater struct{ run func(id uint64) }
+
+func (*answersLater) Error() string { return "answered later" }
+
+// handle runs one request: the checks its table entry asks for, then its
+// handler. Called with n.mu held.
 func (n *Namenode) handle(c *conn, q *wire.Request) (*wire.Response, error) {
 	spec, ok := opTable[q.Op]
 	if !ok {

@@ -4,6 +4,7 @@ package namenode
 // version), allocate, attach written blocks, drop failed replicas.
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -87,11 +88,29 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		return nil, err
 	}
 	want := q.Count * uint64(max(a.Rep, 1))
+	// More than the cluster has free is the cluster's shortage, whatever
+	// else stands in the way: say so, with the numbers.
+	free, nodes := n.liveFree()
+	outOfSpace := func() error {
+		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (see 'plasma fsstat'; remove files or add datanodes)",
+			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes)
+	}
 	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
-		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for user %q: it holds %d blocks in uncommitted transactions and %d more would pass its limit of %d (commit first, or raise the namenode's -user-alloc-limit)", tx.user, n.txns.held(tx.user), want, lim)
+		if want > free {
+			return nil, outOfSpace()
+		}
+		who := fmt.Sprintf("user %q", tx.user)
+		if tx.user == "" {
+			who = "anonymous clients (security level none)"
+		}
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for %s: %d blocks held in uncommitted transactions and %d more would pass the per-user limit of %d (commit first, or raise the namenode's -user-alloc-limit)", who, n.txns.held(tx.user), want, lim)
 	}
 	// On failure the allocator has given back whatever it took.
-	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, newGen())
+	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, n.newGen())
+	var oe *opError
+	if err != nil && want > free && errors.As(err, &oe) && oe.code == wire.ErrCodeNoSpace {
+		return nil, outOfSpace()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +178,7 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 	}
 	if n.cfg.TicketKey != nil {
 		exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
-		seq := newGen()
+		seq := n.newGen()
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
 			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: 1, Append: true, From: from, Expiry: exp, Gen: x.Gen, Seq: seq}
@@ -215,6 +234,16 @@ func references(xs []wire.Extent, node uint32, start uint64) bool {
 		}
 	}
 	return false
+}
+
+// liveFree returns the free blocks of the datanodes blocks may be
+// allocated on, and how many datanodes those are.
+func (n *Namenode) liveFree() (free uint64, nodes int) {
+	for _, dn := range n.nodes.live() {
+		free += dn.Blocks - dn.used.nused
+		nodes++
+	}
+	return free, nodes
 }
 
 // userAllocLimit is how many blocks one user may hold in uncommitted

@@ -164,22 +164,25 @@ func (n *Namenode) sealTickets(tx *Txn, xs []wire.Extent, write bool, limitIdx, 
 		return xs
 	}
 	exp := time.Now().Add(n.cfg.TicketLifetime).Unix()
-	cur := currentGen()
+	cur := n.currentGen()
 	out := make([]wire.Extent, len(xs))
 	for i, x := range xs {
-		// A write ticket carries its allocation's generation; a read
-		// ticket the current one, and at least the allocation's: blocks
-		// their allocation did not write stay unreadable.
-		gen, minGen := cur, x.Gen
+		// A write ticket carries its allocation's generation, drawn
+		// for it now, also as its sequence number (a datanode that
+		// registered since refuses it); a read ticket the current one,
+		// and at least the allocation's: blocks their allocation did
+		// not write stay unreadable.
+		gen, minGen, seq := cur, x.Gen, uint64(0)
 		if write {
 			gen, minGen = x.Gen, 0
 			if gen == 0 {
-				gen = newGen()
+				gen = n.newGen()
 			}
+			seq = gen
 		}
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
-			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp, Gen: gen, MinGen: minGen}
+			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: uint64(x.Count), Write: write, Expiry: exp, Gen: gen, MinGen: minGen, Seq: seq}
 			if !write && limit > 0 && x.Index+uint64(x.Count)-1 == limitIdx {
 				t.From = limit
 			}

@@ -109,7 +109,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		rec.Blocks = ni.Blocks
 	default:
 		// Known, unchanged: nothing to write.
-		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns)}, Counters: []uint64{currentGen()}}
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns)}, Counters: []uint64{n.registrationFloor()}}
 	}
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
@@ -134,10 +134,9 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 			dn.used.resize(rec.Blocks)
 		}
 		out := n.admit(dn, c, &info, ns)
+		floor := n.registrationFloor() // under n.mu: below every ticket for it from now on
 		n.mu.Unlock()
-		// The current generation: append tickets issued before it are
-		// refused by the datanode from now on (auth.Ticket.Seq).
-		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{currentGen()}})
+		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{floor}})
 	}}, nil
 }
 

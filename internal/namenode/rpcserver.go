@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,10 +19,10 @@ import (
 
 // rpcServer is the namenode's RPC server: listeners, connections and
 // their limits, handshakes, reading request frames and writing answers,
-// and dispatch of each request to the namenode (requestHandler): commits,
-// sync barriers and the requests that wait outside the lock to their own
-// paths, every other request through the operation table under the
-// namenode lock. It knows nothing of transactions or metadata.
+// and dispatch of each request to the namenode (requestHandler), which
+// runs it through its operation table under the namenode lock; a request
+// that waits for the store is answered by the namenode itself, later
+// (answersLater). It knows nothing of transactions or metadata.
 //
 // Lock discipline: lnMu guards lns and conns; the limiter and the
 // counters are safe for concurrent use. It never takes Namenode.mu
@@ -38,6 +39,8 @@ type rpcServer struct {
 	lns    []net.Listener
 	conns  map[*conn]struct{}
 	limits *connlimit.Limiter
+	listen connlimit.Options // of the listeners' connlimit.Listener
+	frames *connlimit.Budget // memory for request frames arriving
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
@@ -45,16 +48,12 @@ type rpcServer struct {
 
 // requestHandler is what the server dispatches requests to.
 type requestHandler interface {
-	// handleSafely runs a request answered at once (a panic contained).
+	// handleSafely runs a request (a panic contained): it returns the
+	// answer, or an *answersLater to run once it returned.
 	handleSafely(c *conn, q *wire.Request) (*wire.Response, error)
 	// commit commits c's transaction txID and answers resp (empty when
 	// nil) once durable, or applied if async.
 	commit(c *conn, id, txID uint64, async bool, resp *wire.Response)
-	// syncBarrier answers once everything applied before is durable.
-	syncBarrier(c *conn, id uint64)
-	// serveAsync runs a request that waits outside the lock and answers
-	// it itself.
-	serveAsync(c *conn, id uint64, q *wire.Request)
 	// abortTxn ends c's transaction txID, if open and not committing
 	// (a compound request's change failed).
 	abortTxn(c *conn, txID uint64)
@@ -169,43 +168,33 @@ func (c *conn) writer() {
 	}
 }
 
-// Serve accepts connections on ln until Close. Accept errors (such as
-// running out of file descriptors) are retried with backoff; they never
-// end Serve.
-func (n *Namenode) Serve(ln net.Listener) error { return n.srv.serve(ln) }
+// Serve accepts connections on ln until Close, or until the metadata
+// store fails (then it returns an error matching ErrStoreFailed). Accept
+// errors (such as running out of file descriptors) are retried with
+// backoff; they never end Serve.
+func (n *Namenode) Serve(ln net.Listener) error {
+	if err := n.failed(); err != nil {
+		ln.Close()
+		return err
+	}
+	err := n.srv.serve(ln)
+	if ferr := n.failed(); ferr != nil {
+		return ferr
+	}
+	return err
+}
 
 func (srv *rpcServer) serve(ln net.Listener) error {
+	l := connlimit.Listen(ln, srv.listen)
 	srv.lnMu.Lock()
-	srv.lns = append(srv.lns, ln)
+	srv.lns = append(srv.lns, l)
 	srv.lnMu.Unlock()
-	var backoff connlimit.Backoff
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.Accept()
 		if err != nil {
-			select {
-			case <-srv.stop:
-				return nil
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			srv.log.Warn("accept failed, retrying", "err", err)
-			if !backoff.Wait(srv.stop) {
-				return nil
-			}
-			continue
+			return nil // closed: Accept retries every other error
 		}
-		backoff.Reset()
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
-		}
-		if err := srv.limits.StartHandshake(connlimit.Source(nc)); err != nil {
-			srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", err)
-			nc.Close()
-			continue
-		}
-		go srv.handshake(nc)
+		go srv.handshake(nc) // TCP connections have no Nagle delay by default
 	}
 }
 
@@ -217,11 +206,18 @@ func (srv *rpcServer) handshake(nc net.Conn) {
 		user = who.User
 		privileged = who.Super() || who.Role.Daemon()
 	}
-	if lerr := srv.limits.EndHandshake(connlimit.Source(nc), err == nil, user, privileged); err != nil {
-		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "err", err)
+	if err != nil {
+		// Closed: the listener made room for newer ones (it logs that).
+		lvl := slog.LevelWarn
+		if errors.Is(err, net.ErrClosed) {
+			lvl = slog.LevelDebug
+		}
+		srv.log.Log(context.Background(), lvl, "connection refused", "remote", nc.RemoteAddr(), "err", err)
 		nc.Close()
 		return
-	} else if lerr != nil {
+	}
+	connlimit.Admit(nc)
+	if lerr := srv.limits.Admit(user, privileged); lerr != nil {
 		srv.log.Warn("connection refused", "remote", nc.RemoteAddr(), "reason", lerr)
 		c := newConn(sc, who)
 		c.send(0, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: "connection refused: " + lerr.Error()})
@@ -250,22 +246,19 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.limits.Closed(user)
 		srv.h.connGone(c)
 	}()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
+	fr := wire.FrameReader{R: bufio.NewReaderSize(c.nc, 64<<10), Budget: srv.frames}
+	defer fr.Release()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(srv.idleTimeout))
-		id, payload, nb, err := wire.ReadFrame(r, buf)
-		buf = nb
+		id, payload, err := fr.Read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				srv.log.Debug("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			}
 			return
 		}
-		q, err := wire.DecodeRequest(payload)
-		if cap(buf) > 1<<20 {
-			buf = nil // a large frame's buffer is not kept for the connection's life
-		}
+		q, err := wire.DecodeRequest(payload) // copies what it keeps
+		fr.Release()                          // a large frame's buffer is not kept for the connection's life
 		if err != nil {
 			// The frame was read whole, so the stream is intact: answer
 			// this request and keep the connection (and its transactions).
@@ -285,18 +278,6 @@ func (srv *rpcServer) serveConn(c *conn) {
 		}
 		srv.requests.Add(1)
 		srv.perOp[q.Op].Add(1)
-		if q.Op == wire.OpCommit {
-			srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, nil)
-			continue
-		}
-		if q.Op == wire.OpSync {
-			srv.h.syncBarrier(c, id)
-			continue
-		}
-		if q.Op == wire.OpRegister || q.Op == wire.OpBackup {
-			srv.h.serveAsync(c, id, q)
-			continue
-		}
 		resp, err := srv.h.handleSafely(c, q)
 		var ra *retryAfter
 		if errors.As(err, &ra) {
@@ -316,8 +297,13 @@ func (srv *rpcServer) serveConn(c *conn) {
 }
 
 // finish answers a handled request, or for a compound request commits
-// its transaction (on failure nothing of the transaction remains).
+// its transaction (on failure nothing of the transaction remains), or
+// lets a request that answers itself run.
 func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Response, err error) error {
+	if later, ok := err.(*answersLater); ok {
+		later.run(id)
+		return nil
+	}
 	if q.Flags&wire.FlagCommit != 0 && q.Txn != 0 {
 		if err == nil {
 			if resp == nil {

@@ -28,6 +28,14 @@ func (h *fakeHandler) log(s string) {
 }
 
 func (h *fakeHandler) handleSafely(c *conn, q *wire.Request) (*wire.Response, error) {
+	switch q.Op {
+	case wire.OpCommit:
+		return nil, &answersLater{func(id uint64) { h.commit(c, id, q.Txn, false, nil) }}
+	case wire.OpSync:
+		return nil, &answersLater{func(id uint64) { h.syncBarrier(c, id) }}
+	case wire.OpBackup:
+		return nil, &answersLater{func(id uint64) { h.serveAsync(c, id, q) }}
+	}
 	h.log("handle " + q.Op.String())
 	if q.Op == wire.OpCreate {
 		return nil, fail(wire.ErrCodeExists, "exists")
@@ -63,7 +71,7 @@ func startRPC(t *testing.T) (*rpcServer, *fakeHandler, string) {
 	stop := make(chan struct{})
 	srv := &rpcServer{h: h, security: auth.None, idleTimeout: time.Hour, stop: stop,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), conns: map[*conn]struct{}{},
-		limits: connlimit.New(16, 16, 16, 0)}
+		limits: connlimit.New(16, 16), frames: connlimit.NewBudget(wire.MaxFrame, time.Second)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -102,6 +102,7 @@ import (
 	nfsfile "github.com/willscott/go-nfs/file"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/internal/vfs"
 )
 
@@ -151,7 +152,9 @@ func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, er
 // Files it holds open (and UNSTABLE writes) are committed when it returns.
 func (b *Bridge) Serve(l net.Listener) error {
 	ic := &interceptor{route: b.route}
-	err := nfs.Serve(ic.listener(l), &handler{b: b})
+	// connlimit's listener outlasts running out of file descriptors (on
+	// which go-nfs would return) and bounds idle and slow peers.
+	err := nfs.Serve(ic.listener(connlimit.Listen(l, connlimit.Options{Name: "nfs"})), &handler{b: b})
 	b.closeAll()
 	return err
 }

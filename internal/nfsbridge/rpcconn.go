@@ -9,6 +9,8 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+
+	"github.com/plasmafs/plasma/internal/connlimit"
 )
 
 // ONC RPC (RFC 5531) constants the interceptor needs.
@@ -159,11 +161,14 @@ func (c *rpcConn) writeRecord(rec []byte) error {
 func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
 	defer c.Conn.Close()
 	r := bufio.NewReaderSize(c.Conn, 64<<10)
-	for {
+	for first := true; ; first = false {
 		rec, err := readRecord(r)
 		if err != nil {
 			toNFS.CloseWithError(err)
 			return
+		}
+		if first {
+			connlimit.Admit(c.Conn) // a whole first request: no longer an idle newcomer
 		}
 		h, args, verdict := parseCall(rec)
 		var handle procHandler

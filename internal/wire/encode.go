@@ -544,6 +544,64 @@ func FinishFrame(b []byte, id uint64) []byte {
 // ReadFrame reads one frame into buf (grown as needed) and returns the id and
 // payload. A length over MaxFrame is rejected before anything is allocated.
 func ReadFrame(r io.Reader, buf []byte) (id uint64, payload []byte, newBuf []byte, err error) {
+	return readFrame(r, buf, func(int) error { return nil })
+}
+
+// FrameBudget grants the memory of frame buffers past SmallFrame, shared
+// by a server's connections (connlimit.Budget).
+type FrameBudget interface {
+	Acquire(n int) error
+	Release(n int)
+}
+
+// SmallFrame is the buffer a connection may keep without a budget's grant.
+const SmallFrame = 64 << 10
+
+// FrameReader reads the frames of one connection into a buffer it reuses.
+// The buffer grows as a payload arrives, in chunks, each past SmallFrame
+// granted by Budget first: a peer announcing large frames and sending them
+// slowly, or not at all, pins no more than what it sent, and all peers
+// together no more than the budget.
+type FrameReader struct {
+	R      io.Reader
+	Budget FrameBudget
+
+	buf  []byte
+	held int // granted by Budget for buf
+}
+
+// Read reads the next frame. Its payload is valid until Release.
+func (f *FrameReader) Read() (id uint64, payload []byte, err error) {
+	id, payload, f.buf, err = readFrame(f.R, f.buf, func(newCap int) error {
+		need := newCap - SmallFrame - f.held
+		if need <= 0 {
+			return nil
+		}
+		if err := f.Budget.Acquire(need); err != nil {
+			return err
+		}
+		f.held += need
+		return nil
+	})
+	if err != nil {
+		f.Release()
+	}
+	return id, payload, err
+}
+
+// Release gives back a large frame's buffer and its grant: a connection
+// keeps no more than SmallFrame between frames.
+func (f *FrameReader) Release() {
+	if f.held > 0 || cap(f.buf) > SmallFrame {
+		f.buf = nil
+		f.Budget.Release(f.held)
+		f.held = 0
+	}
+}
+
+// readFrame reads a frame into buf, calling grow with a new capacity
+// before the buffer grows to it.
+func readFrame(r io.Reader, buf []byte, grow func(newCap int) error) (id uint64, payload []byte, newBuf []byte, err error) {
 	var h [frameHeader]byte
 	if _, err = io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, buf, err
@@ -560,7 +618,12 @@ func ReadFrame(r io.Reader, buf []byte) (id uint64, payload []byte, newBuf []byt
 	for len(buf) < pl {
 		chunk := min(pl-len(buf), max(64<<10, len(buf)))
 		if cap(buf)-len(buf) < chunk {
-			buf = append(buf[:len(buf):len(buf)], make([]byte, chunk)...)[:len(buf)]
+			if err = grow(len(buf) + chunk); err != nil {
+				return 0, nil, buf, err
+			}
+			nb := make([]byte, len(buf), len(buf)+chunk)
+			copy(nb, buf)
+			buf = nb
 		}
 		if _, err = io.ReadFull(r, buf[len(buf):len(buf)+chunk]); err != nil {
 			return 0, nil, buf, err

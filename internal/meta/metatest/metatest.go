@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/internal/meta"
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 // Engine opens stores for the suite.
@@ -57,7 +56,7 @@ func emptyHoldsRoot(t *testing.T, e Engine) {
 	s := e.New(t)
 	defer s.Close()
 	snap := load(t, s)
-	if len(snap.Inodes) != 1 || snap.Inodes[0].Ino != 1 || snap.Inodes[0].Type != wire.TypeDir {
+	if len(snap.Inodes) != 1 || snap.Inodes[0].Ino != 1 || snap.Inodes[0].Type != meta.TypeDir {
 		t.Fatalf("a new store holds %+v, want only the root directory", snap.Inodes)
 	}
 	if len(snap.Entries) != 0 || len(snap.Blocks) != 0 || len(snap.Datanodes) != 0 {
@@ -66,11 +65,11 @@ func emptyHoldsRoot(t *testing.T, e Engine) {
 }
 
 func file(ino uint64, size int64) meta.Inode {
-	return meta.Inode{Ino: ino, Type: wire.TypeFile, Mode: 0o644, User: "u", Group: "g", Size: size, Nlink: 1, Mtime: 5, Ctime: 6, Rep: 2, Seq: 3}
+	return meta.Inode{Ino: ino, Type: meta.TypeFile, Mode: 0o644, User: "u", Group: "g", Size: size, Nlink: 1, Mtime: 5, Ctime: 6, Rep: 2, Seq: 3}
 }
 
-func extent(idx uint64, n uint32, node uint32, start uint64) wire.Extent {
-	x := wire.Extent{Index: idx, Count: n, Replicas: []wire.Run{{Node: node, Start: start}}}
+func extent(idx uint64, n uint32, node uint32, start uint64) meta.Extent {
+	x := meta.Extent{Index: idx, Count: n, Replicas: []meta.Run{{Node: node, Start: start}}}
 	for i := uint32(0); i < n; i++ {
 		x.CRC = append(x.CRC, uint32(idx)*1000+i)
 	}
@@ -80,13 +79,13 @@ func extent(idx uint64, n uint32, node uint32, start uint64) wire.Extent {
 func applyAndReload(t *testing.T, e Engine) {
 	s := e.New(t)
 	f := file(10, 3<<20)
-	sym := meta.Inode{Ino: 11, Type: wire.TypeSymlink, Mode: 0o777, User: "u", Group: "g", Nlink: 1, Target: "/x/y", Size: 4}
-	xs := []wire.Extent{extent(0, 2, 1, 100), extent(2, 1, 2, 7)}
-	xs[1].Replicas = append(xs[1].Replicas, wire.Run{Node: 1, Start: 300})
+	sym := meta.Inode{Ino: 11, Type: meta.TypeSymlink, Mode: 0o777, User: "u", Group: "g", Nlink: 1, Target: "/x/y", Size: 4}
+	xs := []meta.Extent{extent(0, 2, 1, 100), extent(2, 1, 2, 7)}
+	xs[1].Replicas = append(xs[1].Replicas, meta.Run{Node: 1, Start: 300})
 	apply(t, s, &meta.Change{
 		PutInodes:  []meta.Inode{f, sym},
 		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: 1, Name: "f"}, Ino: 10}, {EntryKey: meta.EntryKey{Parent: 1, Name: "s"}, Ino: 11}},
-		Blocks:     map[uint64][]wire.Extent{10: xs},
+		Blocks:     map[uint64][]meta.Extent{10: xs},
 		PutNodes:   []meta.Datanode{{ID: 1, Identity: "a", Blocks: 1000, Enabled: true}, {ID: 2, Identity: "b", Blocks: 500}},
 		Touch:      map[uint64]int64{1: 1 << 62},
 	})
@@ -141,13 +140,13 @@ func deletes(t *testing.T, e Engine) {
 	apply(t, s, &meta.Change{
 		PutInodes:  []meta.Inode{file(30, 10), file(31, 10)},
 		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: 1, Name: "x"}, Ino: 30}},
-		Blocks:     map[uint64][]wire.Extent{30: {extent(0, 1, 1, 1)}, 31: {extent(0, 1, 1, 2)}},
+		Blocks:     map[uint64][]meta.Extent{30: {extent(0, 1, 1, 1)}, 31: {extent(0, 1, 1, 2)}},
 	})
 	apply(t, s, &meta.Change{
 		DelInodes:  []uint64{30},
 		DelEntries: []meta.EntryKey{{Parent: 1, Name: "x"}},
 		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: 1, Name: "y"}, Ino: 31}},
-		Blocks:     map[uint64][]wire.Extent{31: {extent(0, 1, 1, 9), extent(1, 1, 1, 10)}},
+		Blocks:     map[uint64][]meta.Extent{31: {extent(0, 1, 1, 9), extent(1, 1, 1, 10)}},
 	})
 	snap := load(t, s)
 	for _, in := range snap.Inodes {
@@ -184,7 +183,7 @@ func idempotent(t *testing.T, e Engine) {
 	c := &meta.Change{
 		PutInodes:  []meta.Inode{file(40, 7)},
 		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: 1, Name: "z"}, Ino: 40}},
-		Blocks:     map[uint64][]wire.Extent{40: {extent(0, 1, 1, 5)}},
+		Blocks:     map[uint64][]meta.Extent{40: {extent(0, 1, 1, 5)}},
 	}
 	apply(t, s, c)
 	before := load(t, s)

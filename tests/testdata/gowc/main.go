@@ -43,7 +43,12 @@ var funcs = mapred.Funcs{
 }
 
 func main() {
-	funcs.Serve() // a task: runs and exits
+	if task, err := funcs.ServeTask(); task {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	in := flag.String("input", "", "input directory")
 	out := flag.String("output", "", "output directory")
 	parts := flag.Int("partitions", 3, "partitions")
