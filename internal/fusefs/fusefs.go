@@ -125,6 +125,25 @@ func status(err error) fuse.Status {
 	return fuse.Status(e)
 }
 
+// noID is the uid and gid the mount shows for an owner or group without
+// a local id: no process has it, so the kernel's permission checks
+// (default_permissions) never grant its owner's or group's rights, and
+// stat shows it as the overflow id (65534, nobody). Shown as 65534
+// itself, every process running as nobody would own all such files.
+const noID = 1<<32 - 1
+
+// ownerIDs are the local ids a's owner and group show as.
+func (fs *FS) ownerIDs(a vfs.Attr) (uid, gid uint32) {
+	uid, gid = fs.v.UID(a.User), fs.v.GID(a.Group)
+	if uid == vfs.Nobody && a.User != fs.v.UserName(vfs.Nobody) {
+		uid = noID
+	}
+	if gid == vfs.Nobody && a.Group != fs.v.GroupName(vfs.Nobody) {
+		gid = noID
+	}
+	return uid, gid
+}
+
 func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 	*out = fuse.Attr{}
 	out.Ino = a.Ino
@@ -135,8 +154,7 @@ func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 	if out.Nlink == 0 && a.Type == client.TypeDir {
 		out.Nlink = 2
 	}
-	out.Uid = fs.v.UID(a.User)
-	out.Gid = fs.v.GID(a.Group)
+	out.Uid, out.Gid = fs.ownerIDs(a)
 	mt, ct := a.Mtime, a.Ctime
 	if ct.IsZero() {
 		ct = mt

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -266,6 +267,14 @@ func (srv *rpcServer) serveConn(c *conn) {
 				return
 			}
 			continue
+		}
+		if c.who.Expired(time.Now()) {
+			// The handshake checked the credential; a connection kept open
+			// past its end (a job's delegated credential lives hours) is
+			// served no more. Closing it aborts its transactions.
+			c.send(id, &wire.Response{Code: wire.ErrCodePerm, Msg: fmt.Sprintf("the credential of %s expired at %s: get a new one (a MapReduce job's delegated credential lasts its -credential-lifetime)",
+				c.who.User, c.who.Expires.UTC().Format(time.RFC3339))})
+			return
 		}
 		srv.requests.Add(1)
 		srv.perOp[q.Op].Add(1)
