@@ -240,14 +240,19 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	if settings.DatanodeAddrs, err = keptAddrs(settings.DatanodeAddrs, *n); err != nil {
 		return err
 	}
+	if settings.AdminAddrs, err = keptAdminAddrs(settings.AdminAddrs, clusterMembers(*n, *tsSlots > 0, mountPoint != "")); err != nil {
+		return err
+	}
 	policy := defaultRestartPolicy
 	policy.stable = *restartReset
-	sv := &supervisor{self: self, dir: *dir, policy: policy, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{})}
+	sv := &supervisor{self: self, dir: *dir, policy: policy, exits: make(chan exitEvent, 130), restart: make(chan *member), done: make(chan struct{}),
+		admin: settings.AdminAddrs}
 	nnArgs := []string{"namenode", "-listen", *nnAddr, "-db", filepath.Join(*dir, "namenode.db"), "-cluster", *name, "-blocksize", strconv.FormatInt(bs, 10),
 		"-security", *secFlag, "-credential", nnCred, "-ticket-key", ticketKey, "-delegation-credential", delegCred}
 	if *relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
+	nnArgs = append(nnArgs, "-datanode-admin", datanodeAdminLinks(settings.DatanodeAddrs, settings.AdminAddrs))
 	nn := sv.add("namenode", "namenode", nnArgs)
 	if err := sv.start(nn); err != nil {
 		sv.stop()
@@ -323,6 +328,7 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 		}
 	}
 	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", *name, *nnAddr, *n, bs, *dir)
+	fmt.Fprintf(stdout, "admin: %s\n", adminSummary(settings.AdminAddrs))
 	if len(tsAddrs) > 0 {
 		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", *tsSlots, strings.Join(tsAddrs, " "))
 	}
@@ -455,12 +461,16 @@ type supervisor struct {
 	dir     string
 	policy  restartPolicy
 	members []*member
-	exits   chan exitEvent // a member's process ended
-	restart chan *member   // a member's backoff is over
-	done    chan struct{}  // closed when stopping: no more restarts
+	exits   chan exitEvent    // a member's process ended
+	restart chan *member      // a member's backoff is over
+	done    chan struct{}     // closed when stopping: no more restarts
+	admin   map[string]string // member name → its -admin-listen address
 }
 
 func (sv *supervisor) add(name, kind string, args []string) *member {
+	if a := sv.admin[name]; a != "" {
+		args = append(args, "-admin-listen", a)
+	}
 	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, backoff: newRestartBackoff(sv.policy, time.Now)}
 	sv.members = append(sv.members, m)
 	return m

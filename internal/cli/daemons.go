@@ -142,7 +142,7 @@ func checkSpace(dir string, size int64) error {
 func logger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(recentLog.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }
 
 func cmdNamenode(ctx context.Context, args []string) error {
@@ -180,6 +180,8 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
+	adminAddr := adminFlag(f)
+	dnAdmin := f.String("datanode-admin", "", "admin addresses of datanodes, for links on the status page: DATAADDR=ADMINADDR,...")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -234,6 +236,20 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if err != nil {
 		nn.Close()
 		return fmt.Errorf("namenode: %w", err)
+	}
+	dm, err := startAdmin(*adminAddr, "namenode", cred, log, nn.Collector())
+	if err != nil {
+		ln.Close()
+		nn.Close()
+		return err
+	}
+	defer dm.Close()
+	pageStop := make(chan struct{})
+	defer close(pageStop)
+	if err := dm.serveStatusPage(nn, *dnAdmin, pageStop); err != nil {
+		ln.Close()
+		nn.Close()
+		return err
 	}
 	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", *db, "relaxed", *relaxed)
 	errc := make(chan error, 1)
@@ -304,6 +320,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")
 	var receiveMem int64 = 1 << 30
 	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -333,6 +350,13 @@ func cmdDatanode(ctx context.Context, args []string) error {
 		srv.Close()
 		return fmt.Errorf("datanode: %w", err)
 	}
+	dm, err := startAdmin(*adminAddr, "datanode", cred, log, srv.Collector())
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return err
+	}
+	defer dm.Close()
 	addr := ln.Addr().String()
 	sock := filepath.Join(*dir, "dn.sock")
 	local, err := srv.ListenLocal(sock)

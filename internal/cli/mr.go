@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/plasmafs/plasma/internal/metrics"
+	"log/slog"
 	"net"
 	"os"
 	"path"
@@ -198,6 +200,7 @@ The first line printed is the address it listens on.`, true)
 	runAs := f.String("run-as", defaultUser, "OS `user` the task commands run as (needs root; default nobody when run as root)")
 	workBase := f.String("work-base", os.TempDir(), "`directory` for the attempts' working directories")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding a token coordinators must present too (default $PLASMAMR_TOKEN_FILE)")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -271,6 +274,13 @@ The first line printed is the address it listens on.`, true)
 		return err
 	}
 	ts.Token, ts.User = token, user
+	reqs := metrics.NewRequests("taskserver", "Requests of job coordinators, by route (info, task, other).")
+	dm, err := startAdmin(*adminAddr, "task server", c.Credential(), slog.Default(), reqs)
+	if err != nil {
+		return err
+	}
+	defer dm.Close()
+	ts.OnRequest = reqs.Inc
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
 	return ts.Serve(ctx, ln)
 }

@@ -155,6 +155,7 @@ type Namenode struct {
 	commits atomic.Uint64
 
 	srv *rpcServer
+	obs *observer // metrics.go
 }
 
 // New loads the metadata from cfg.Store and starts the committer.
@@ -234,7 +235,8 @@ func New(cfg Config) (*Namenode, error) {
 		stop:   make(chan struct{}),
 	}
 	n.ns = newNamespace(n.locks)
-	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
+	n.obs = newObserver()
+	n.srv = &rpcServer{obs: n.obs, h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
 		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser),
 		listen: connlimit.Options{Name: "namenode", Log: n.log, PendingPerSource: cfg.MaxHandshakesPerSource,

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/metrics"
+	"github.com/plasmafs/plasma/internal/namenode"
+	"github.com/plasmafs/plasma/internal/statuspage"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// recentLog keeps this process's recent warnings and errors (logger
+// feeds it) for the namenode's status page.
+var recentLog = metrics.NewRecentLog(64)
+
+// adminFlag adds -admin-listen to a daemon's flags.
+func adminFlag(f *flags) *string {
+	return f.String("admin-listen", "", "admin HTTP `address` serving /metrics (Prometheus text format) and status pages; a port\n"+
+		"alone (:9100) listens on 127.0.0.1. Clients on loopback need no credential; others must\n"+
+		"connect over TLS (https, same port) with a client certificate of the cluster. Empty: none")
+}
+
+// daemonMetrics is a daemon's metrics registry and admin server.
+type daemonMetrics struct {
+	Registry *prometheus.Registry
+	admin    *metrics.Admin
+}
+
+// startAdmin starts a daemon's admin server on addr ("": none, and only
+// the registry is made) serving its registry, which holds the runtime
+// collectors and cs.
+func startAdmin(addr, name string, cred *auth.Credential, log *slog.Logger, cs ...prometheus.Collector) (*daemonMetrics, error) {
+	dm := &daemonMetrics{Registry: metrics.NewRegistry()}
+	dm.Registry.MustRegister(cs...)
+	if addr == "" {
+		return dm, nil
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	a, err := metrics.StartAdmin(metrics.AdminConfig{Addr: addr, Name: name, Credential: cred, Log: log}, dm.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("%s: -admin-listen: %w", name, err)
+	}
+	dm.admin = a
+	return dm, nil
+}
+
+// Close stops the admin server, if any.
+func (dm *daemonMetrics) Close() {
+	if dm != nil && dm.admin != nil {
+		dm.admin.Close()
+	}
+}
+
+// serveStatusPage adds the namenode's status page at / of its admin
+// server; links lists datanodes' admin addresses by data address
+// (DATAADDR=ADMINADDR, comma-separated).
+func (dm *daemonMetrics) serveStatusPage(nn *namenode.Namenode, links string, stop <-chan struct{}) error {
+	if dm.admin == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for l := range strings.SplitSeq(links, ",") {
+		if l == "" {
+			continue
+		}
+		data, admin, ok := strings.Cut(l, "=")
+		if !ok {
+			return usagef("-datanode-admin %q: want DATAADDR=ADMINADDR", l)
+		}
+		m[data] = admin
+	}
+	p := statuspage.New(statuspage.Source{Status: nn.Status, Gatherer: dm.Registry, Recent: recentLog, DatanodeAdmin: m})
+	go p.Run(stop, statuspage.SampleEvery)
+	dm.admin.Mux.Handle("/", p)
+	return nil
+}
