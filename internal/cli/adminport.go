@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 
 	"github.com/plasmafs/plasma/internal/auth"
@@ -16,11 +17,19 @@ import (
 // feeds it) for the namenode's status page.
 var recentLog = metrics.NewRecentLog(64)
 
-// adminFlag adds -admin-listen to a daemon's flags.
-func adminFlag(f *flags) *string {
-	return f.String("admin-listen", "", "admin HTTP `address` serving /metrics (Prometheus text format) and status pages; a port\n"+
-		"alone (:9100) listens on 127.0.0.1. Clients on loopback need no credential; others must\n"+
-		"connect over TLS (https, same port) with a client certificate of the cluster. Empty: none")
+// adminFlags are a daemon's admin port flags.
+type adminFlags struct {
+	listen, open *string
+}
+
+// adminFlag adds -admin-listen and -admin-open to a daemon's flags.
+func adminFlag(f *flags) adminFlags {
+	return adminFlags{
+		listen: f.String("admin-listen", "", "admin HTTP `address` serving /metrics (Prometheus text format) and status pages; a port\n"+
+			"alone (:9100) listens on 127.0.0.1. Clients on loopback (see -admin-open) need no credential;\n"+
+			"others must connect over TLS (https, same port) with a client certificate of the cluster. Empty: none"),
+		open: f.String("admin-open", "127.0.0.0/8,::1/128", "networks (CIDR, comma-separated) whose clients the admin port serves without a credential"),
+	}
 }
 
 // daemonMetrics is a daemon's metrics registry and admin server.
@@ -32,16 +41,28 @@ type daemonMetrics struct {
 // startAdmin starts a daemon's admin server on addr ("": none, and only
 // the registry is made) serving its registry, which holds the runtime
 // collectors and cs.
-func startAdmin(addr, name string, cred *auth.Credential, log *slog.Logger, cs ...prometheus.Collector) (*daemonMetrics, error) {
+func startAdmin(af adminFlags, name string, cred *auth.Credential, log *slog.Logger, cs ...prometheus.Collector) (*daemonMetrics, error) {
 	dm := &daemonMetrics{Registry: metrics.NewRegistry()}
 	dm.Registry.MustRegister(cs...)
+	addr := *af.listen
 	if addr == "" {
 		return dm, nil
+	}
+	var open []netip.Prefix
+	for c := range strings.SplitSeq(*af.open, ",") {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, usagef("-admin-open %q: %v (want networks such as 127.0.0.0/8)", c, err)
+		}
+		open = append(open, p.Masked())
 	}
 	if strings.HasPrefix(addr, ":") {
 		addr = "127.0.0.1" + addr
 	}
-	a, err := metrics.StartAdmin(metrics.AdminConfig{Addr: addr, Name: name, Credential: cred, Log: log}, dm.Registry)
+	a, err := metrics.StartAdmin(metrics.AdminConfig{Addr: addr, Name: name, Credential: cred, Open: open, Log: log}, dm.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("%s: -admin-listen: %w", name, err)
 	}

@@ -237,7 +237,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 		nn.Close()
 		return fmt.Errorf("namenode: %w", err)
 	}
-	dm, err := startAdmin(*adminAddr, "namenode", cred, log, nn.Collector())
+	dm, err := startAdmin(adminAddr, "namenode", cred, log, nn.Collector())
 	if err != nil {
 		ln.Close()
 		nn.Close()
@@ -350,7 +350,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 		srv.Close()
 		return fmt.Errorf("datanode: %w", err)
 	}
-	dm, err := startAdmin(*adminAddr, "datanode", cred, log, srv.Collector())
+	dm, err := startAdmin(adminAddr, "datanode", cred, log, srv.Collector())
 	if err != nil {
 		ln.Close()
 		srv.Close()

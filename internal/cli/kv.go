@@ -391,7 +391,7 @@ func cmdKVServe(ctx context.Context, args []string) error {
 			return err
 		}
 		reqs := metrics.NewRequests("kv", "HTTP requests served, by method.")
-		dm, err := startAdmin(*adminAddr, "kv serve", nil, slog.Default(), reqs)
+		dm, err := startAdmin(adminAddr, "kv serve", nil, slog.Default(), reqs)
 		if err != nil {
 			ln.Close()
 			return err

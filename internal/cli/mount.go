@@ -138,7 +138,7 @@ func cmdMount(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	ops := metrics.NewRequests("mount", "FUSE operations served, by operation.")
-	dm, err := startAdmin(*adminAddr, "mount", nil, slog.Default(), ops)
+	dm, err := startAdmin(adminAddr, "mount", nil, slog.Default(), ops)
 	if err != nil {
 		ready(err)
 		return err
