@@ -64,10 +64,10 @@ type Proc struct {
 	Addr string
 	// AdminAddr is its admin port (Options.Admin), or "".
 	AdminAddr string
-	Dir  string
-	Log  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	Dir       string
+	Log       string
+	cmd       *exec.Cmd
+	done      chan struct{}
 }
 
 // Pid returns the process id (0 if not started).
