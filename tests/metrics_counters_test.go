@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/plasmafs/plasma/internal/clustertest"
@@ -27,15 +25,7 @@ func TestMetricsCountWork(t *testing.T) {
 	nn0 := scrape(t, c.NN.AdminAddr)
 	written0 := dnWritten()
 
-	local := filepath.Join(t.TempDir(), "f")
-	data := make([]byte, nblocks*bs)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	if err := os.WriteFile(local, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.MustRun("put", "-q", "-rep", "2", local, "/f")
+	c.MustRun("put", "-q", "-rep", "2", localFile(t, nblocks*bs), "/f")
 
 	if got, want := dnWritten()-written0, float64(2*nblocks*bs); got != want {
 		t.Errorf("datanodes' plasma_datanode_written_bytes_total moved by %v for a put of %d blocks of %d bytes at replication 2, want %v", got, nblocks, bs, want)

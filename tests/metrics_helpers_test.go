@@ -3,6 +3,8 @@ package tests
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -72,4 +74,19 @@ series:
 		}
 	}
 	return sum
+}
+
+// localFile writes n bytes of a pattern to a new local file and returns
+// its path.
+func localFile(t *testing.T, n int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "data")
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -6,6 +6,7 @@ const pageHTML = `<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="refresh" content="5">
+<link rel="icon" href="data:,">
 <title>PlasmaFS {{.Status.Cluster}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:.5rem 1rem;color:#222;background:#fafafa}
@@ -17,7 +18,7 @@ table{border-collapse:collapse;width:100%;background:#fff}td,th{border-bottom:1p
 .bar{background:#e0e0e0;border-radius:.2rem;height:.7rem;min-width:5rem}.bar div{background:#1565c0;height:100%;border-radius:.2rem}
 .live{color:#2e7d32;font-weight:600}.dead{color:#b3261e;font-weight:600}
 svg{width:100%;height:5rem;background:#fff;border:1px solid #ddd;border-radius:.3rem}polyline{fill:none;stroke:#1565c0;stroke-width:1.5}
-.err td{font-family:ui-monospace,monospace;font-size:.8rem;word-break:break-word}
+.err td{font-family:ui-monospace,monospace;font-size:.8rem;word-break:break-word}.err td:nth-child(-n+2){white-space:nowrap}
 @media (max-width:40rem){.hide-narrow{display:none}}
 </style>
 </head>

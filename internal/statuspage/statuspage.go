@@ -254,7 +254,8 @@ func newChart(pts []point, val func(point) float64, unit string) chart {
 	}
 	var b strings.Builder
 	for i, p := range pts {
-		x := float64(i) * 300 / float64(keep-2)
+		// The newest point at the right edge; the box spans keep samples.
+		x := 300 - float64(len(pts)-1-i)*300/float64(keep-2)
 		y := 78 - val(p)/top*74
 		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
 	}
