@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"github.com/plasmafs/plasma/internal/metrics"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -391,7 +390,7 @@ func cmdKVServe(ctx context.Context, args []string) error {
 			return err
 		}
 		reqs := metrics.NewRequests("kv", "HTTP requests served, by method.")
-		dm, err := startAdmin(adminAddr, "kv serve", nil, slog.Default(), reqs)
+		dm, err := startAdmin(adminAddr, "kv serve", nil, logger("warn"), reqs)
 		if err != nil {
 			ln.Close()
 			return err

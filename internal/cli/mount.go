@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/plasmafs/plasma/internal/metrics"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
@@ -138,7 +137,7 @@ func cmdMount(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	ops := metrics.NewRequests("mount", "FUSE operations served, by operation.")
-	dm, err := startAdmin(adminAddr, "mount", nil, slog.Default(), ops)
+	dm, err := startAdmin(adminAddr, "mount", nil, logger("warn"), ops)
 	if err != nil {
 		ready(err)
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/plasmafs/plasma/internal/metrics"
-	"log/slog"
 	"net"
 	"os"
 	"path"
@@ -275,7 +274,7 @@ The first line printed is the address it listens on.`, true)
 	}
 	ts.Token, ts.User = token, user
 	reqs := metrics.NewRequests("taskserver", "Requests of job coordinators, by route (info, task, other).")
-	dm, err := startAdmin(adminAddr, "task server", c.Credential(), slog.Default(), reqs)
+	dm, err := startAdmin(adminAddr, "task server", c.Credential(), logger("warn"), reqs)
 	if err != nil {
 		return err
 	}

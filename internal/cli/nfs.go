@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 
 	"github.com/plasmafs/plasma/internal/metrics"
@@ -65,7 +64,7 @@ func cmdNFS(ctx context.Context, args []string) error {
 	v := vfs.New(c, vfs.Options{Sync: !*async, WriteBack: true, ReadOnly: *ro, Owner: self})
 	defer v.Close()
 	calls := metrics.NewRequests("nfs", "NFSv3 and MOUNT calls received, by procedure.")
-	dm, err := startAdmin(adminAddr, "nfs", nil, slog.Default(), calls)
+	dm, err := startAdmin(adminAddr, "nfs", nil, logger("warn"), calls)
 	if err != nil {
 		return err
 	}
