@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"strings"
 
 	"github.com/plasmafs/plasma/internal/auth"
@@ -99,4 +100,32 @@ func (dm *daemonMetrics) serveStatusPage(nn *namenode.Namenode, links string, st
 	go p.Run(stop, statuspage.SampleEvery)
 	dm.admin.Mux.Handle("/", p)
 	return nil
+}
+
+// logFormatFlag adds -log-format to a daemon's flags.
+func logFormatFlag(f *flags) *string {
+	return f.String("log-format", "text", "log format: text (key=value) or json (one JSON object a line, for log collectors)")
+}
+
+// daemonLogger is logger in the format a daemon's -log-format names; it
+// also becomes the process's default logger, so what other packages log
+// comes out the same way.
+func daemonLogger(level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("-log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(os.Stderr, opts)
+	case "json":
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	default:
+		return nil, usagef("-log-format %q: want text or json", format)
+	}
+	log := slog.New(recentLog.Handler(h))
+	slog.SetDefault(log)
+	return log, nil
 }

@@ -176,6 +176,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
+	logFormat := logFormatFlag(f)
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
@@ -224,7 +225,10 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if ns, ok := store.(meta.Namespacer); ok && *format {
 		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
 	}
-	log := logger(*level)
+	log, err := daemonLogger(*level, *logFormat)
+	if err != nil {
+		return err
+	}
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
 		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
@@ -314,6 +318,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	nnAddr := f.String("namenode", "127.0.0.1:2730", "namenode address")
 	hb := f.durationRange("heartbeat", time.Second, 10*time.Millisecond, time.Minute, "heartbeat interval")
 	level := f.String("log-level", "info", "log level")
+	logFormat := logFormatFlag(f)
 	secFlag := f.String("security", "auth", "security level of data connections: none, auth, integrity or privacy")
 	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
 	credFile := f.String("credential", "", "the datanode's credential (needed above level none)")
@@ -339,7 +344,10 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := logger(*level)
+	log, err := daemonLogger(*level, *logFormat)
+	if err != nil {
+		return err
+	}
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
 		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
 	if err != nil {
