@@ -469,7 +469,7 @@ type supervisor struct {
 
 func (sv *supervisor) add(name, kind string, args []string) *member {
 	if a := sv.admin[name]; a != "" {
-		args = append(args, "-admin-listen", a)
+		args = withAdminFlag(args, kind, a)
 	}
 	m := &member{name: name, kind: kind, log: filepath.Join(sv.dir, name+".log"), args: args, backoff: newRestartBackoff(sv.policy, time.Now)}
 	sv.members = append(sv.members, m)

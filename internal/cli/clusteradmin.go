@@ -69,3 +69,14 @@ func adminSummary(admin map[string]string) string {
 	}
 	return s
 }
+
+// withAdminFlag adds -admin-listen addr to a member's arguments: at the
+// end, except for the mount, whose mountpoint stays the last argument
+// (as a user types it, and as 'ps' shows it).
+func withAdminFlag(args []string, kind, addr string) []string {
+	if kind == "mount" && len(args) > 0 {
+		last := args[len(args)-1]
+		return append(append(args[:len(args)-1:len(args)-1], "-admin-listen", addr), last)
+	}
+	return append(args, "-admin-listen", addr)
+}
