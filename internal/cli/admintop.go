@@ -101,7 +101,7 @@ func (sc *scraper) scrape(ctx context.Context) (sample, error) {
 	q, _ := http.NewRequestWithContext(ctx, http.MethodGet, sc.url, nil)
 	resp, err := sc.hc.Do(q)
 	if err != nil {
-		return sample{}, fmt.Errorf("namenode metrics: %w", err)
+		return sample{}, fmt.Errorf("namenode metrics at %s: %w (is the namenode running with -admin-listen there?)", sc.url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
