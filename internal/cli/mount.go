@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/plasmafs/plasma/internal/metrics"
 	"io"
 	"os"
 	"os/exec"
@@ -89,6 +90,7 @@ func cmdMount(ctx context.Context, args []string) error {
 	f.Var(&opts, "o", "mount options, comma-separated: ro, sync, allow_other, default_permissions, debug, fsname=NAME, rep=N, ttl=DURATION")
 	detach := f.Bool("detach", false, "mount in the background and return once mounted")
 	logFile := f.String("log", "", "with -detach: write the mount process's messages to this file")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -139,6 +141,14 @@ func cmdMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	ops := metrics.NewRequests("mount", "FUSE operations served, by operation.")
+	dm, err := startAdmin(adminAddr, "mount", nil, logger("warn"), ops)
+	if err != nil {
+		ready(err)
+		return err
+	}
+	defer dm.Close()
+	fo.OnOp = ops.Inc
 	vo.Owner = selfOwner(f)
 	v := vfs.New(c, vo)
 	srv, err := fusefs.Mount(mp, v, fo)

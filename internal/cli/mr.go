@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/plasmafs/plasma/internal/metrics"
 	"net"
 	"os"
 	"path"
@@ -205,6 +206,7 @@ The first line printed is the address it listens on.`, true)
 	taskUIDs := f.String("task-uids", mrexec.DefaultUIDs, "`FIRST-LAST`: with -run-as, each attempt runs as a uid of this range (no account's) that no other attempt on this host uses meanwhile, and every process of that uid is killed when it ends; 'none': all as the -run-as account, where tasks can reach each other's processes")
 	onlyUser := f.String("owner", "", "PlasmaFS `user` whose tasks a task server not run as root (or with -run-as '') runs, and nobody else's (default: the user of the client configuration's credential)")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding a token coordinators must present too (default $PLASMAMR_TOKEN_FILE)")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -290,6 +292,13 @@ The first line printed is the address it listens on.`, true)
 		return err
 	}
 	ts.Token, ts.User, ts.Owner = token, user, owner
+	reqs := metrics.NewRequests("taskserver", "Requests of job coordinators, by route (info, task, other).")
+	dm, err := startAdmin(adminAddr, "task server", c.Credential(), logger("warn"), reqs)
+	if err != nil {
+		return err
+	}
+	defer dm.Close()
+	ts.OnRequest = reqs.Inc
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
 	return ts.Serve(ctx, ln)
 }

@@ -30,6 +30,9 @@ type Options struct {
 	DefaultPermissions bool
 	Debug              bool
 	FsName             string // shown in /proc/mounts (default "plasma")
+	// OnOp, if set, is told of each main operation by name (metrics.go),
+	// for metrics.
+	OnOp func(op string)
 }
 
 // FS is the raw FUSE filesystem over a VFS.
@@ -71,7 +74,11 @@ func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
 	if v.ReadOnly() {
 		mo.Options = append(mo.Options, "ro")
 	}
-	srv, err := fuse.NewServer(New(v), mp, mo)
+	var raw fuse.RawFileSystem = New(v)
+	if o.OnOp != nil {
+		raw = counted{raw, o.OnOp}
+	}
+	srv, err := fuse.NewServer(raw, mp, mo)
 	if err != nil {
 		return nil, err
 	}

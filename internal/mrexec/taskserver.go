@@ -49,9 +49,12 @@ type TaskServer struct {
 	// Credential is the task server's own (role taskserver): it serves TLS
 	// with it and checks delegated credentials against its CA.
 	Credential *auth.Credential
-	level      auth.Level
-	jobs       *jobClients
-	sem        chan struct{}
+	// OnRequest, if set, is told of every request by its route ("info",
+	// "task" or "other"), for metrics.
+	OnRequest func(route string)
+	level     auth.Level
+	jobs      *jobClients
+	sem       chan struct{}
 }
 
 // Info is a task server's answer to GET /info.
@@ -106,6 +109,9 @@ func (s *TaskServer) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if s.OnRequest != nil {
+		s.OnRequest(taskRoute(r.URL.Path))
+	}
 	if s.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.Token)) != 1 {
 		http.Error(rw, "missing or wrong task server token", http.StatusUnauthorized)
 		return
@@ -252,4 +258,16 @@ func (r *Remote) Run(ctx context.Context, t Task) (Result, error) {
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// taskRoute names a request's route for metrics (a fixed set: never a
+// client's path).
+func taskRoute(path string) string {
+	switch path {
+	case "/info":
+		return "info"
+	case "/task":
+		return "task"
+	}
+	return "other"
 }

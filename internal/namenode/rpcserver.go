@@ -44,6 +44,7 @@ type rpcServer struct {
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
+	obs      *observer // latencies and errors (metrics.go)
 }
 
 // requestHandler is what the server dispatches requests to.
@@ -278,7 +279,9 @@ func (srv *rpcServer) serveConn(c *conn) {
 		}
 		srv.requests.Add(1)
 		srv.perOp[q.Op].Add(1)
+		start := time.Now()
 		resp, err := srv.h.handleSafely(c, q)
+		srv.obs.request(q.Op, start)
 		var ra *retryAfter
 		if errors.As(err, &ra) {
 			if c.waiting.Add(1) <= maxWaiting {
@@ -316,6 +319,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 	}
 	if err != nil {
 		resp = toResponse(err)
+		srv.obs.refused(resp.Code)
 	} else if resp == nil {
 		resp = &wire.Response{}
 	}

@@ -22,6 +22,9 @@ type Options struct {
 	// AnonUID and AnonGID are the anonymous identity's ids; 0 stands for
 	// vfs.Nobody (the anonymous identity is never root).
 	AnonUID, AnonGID uint32
+	// OnCall, if set, is told of every RPC call by its procedure's name
+	// (metrics.go), for metrics.
+	OnCall func(proc string)
 }
 
 // caller is who the bridge serves a call for: the AUTH_UNIX ids, or the

@@ -117,8 +117,9 @@ type Bridge struct {
 
 	// async: the VFS commits metadata operations Async (plasma nfs
 	// -async); otherwise each is durable before the reply.
-	async bool
-	open  *openFiles
+	async  bool
+	open   *openFiles
+	onCall func(proc string) // Options.OnCall
 
 	mu        sync.Mutex
 	verifiers map[uint64]listing // readdir listings by cookie verifier
@@ -143,7 +144,8 @@ func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, er
 	if !a.IsDir() {
 		return nil, fmt.Errorf("export %s: not a directory", export)
 	}
-	b := &Bridge{v: v, root: a.Ino, handleKey: handleKeyOf(v), id: newIdentity(v, o), verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
+	b := &Bridge{v: v, root: a.Ino, handleKey: handleKeyOf(v), id: newIdentity(v, o), verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles(),
+		onCall: o.OnCall}
 	b.fs = &billyFS{b: b}
 	return b, nil
 }
@@ -151,7 +153,7 @@ func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, er
 // Serve serves NFSv3 and MOUNT on l until l is closed.
 // Files it holds open (and UNSTABLE writes) are committed when it returns.
 func (b *Bridge) Serve(l net.Listener) error {
-	ic := &interceptor{route: b.route}
+	ic := &interceptor{route: b.countedRoute}
 	// connlimit's listener outlasts running out of file descriptors (on
 	// which go-nfs would return) and bounds idle and slow peers.
 	err := nfs.Serve(ic.listener(connlimit.Listen(l, connlimit.Options{Name: "nfs"})), &handler{b: b})
