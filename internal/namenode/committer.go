@@ -294,8 +294,18 @@ func (c *committer) missing() bool {
 // another goroutine is syncing: that one looks again after each round and
 // after it stops, so it takes over what waits now. A connection's
 // goroutine (self) syncs one round and leaves the rest to the background
-// goroutine.
+// goroutine; it leaves all of it when its connection has further
+// requests read already, so that their commits are written while the
+// sync runs and share the next one (a connection's requests are handled
+// one after another by its goroutine: one that syncs, a whole fsync per
+// commit, would serialize a client's concurrent commits).
 func (c *committer) syncWaiting(self *conn) {
+	if self != nil && self.moreRequests() {
+		if c.syncDue() {
+			c.poke()
+		}
+		return
+	}
 	for c.syncDue() && c.smu.TryLock() {
 		for !c.failed.Load() && c.syncDue() {
 			c.gather()

@@ -141,3 +141,42 @@ func TestCommitterGathersLastSyncsConnections(t *testing.T) {
 		t.Fatalf("events end with %q, want %q", tail, want)
 	}
 }
+
+// TestCommitterConnWithMoreRequestsLeavesSync: a connection's goroutine
+// whose connection has further requests read already writes its commit
+// but leaves the sync to the background goroutine (answering through the
+// connection's writer), so it goes on to those requests, whose commits
+// then share the sync, instead of syncing once per request.
+func TestCommitterConnWithMoreRequestsLeavesSync(t *testing.T) {
+	f := &fakeStore{}
+	c := newCommitter(f, time.Hour, 1000)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		c.run(stop)
+		close(done)
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	self := &conn{buffered: func() int { return 1 }}
+	r := req(f, "mine", false)
+	r.owner, r.direct = self, func() { f.log("direct mine") }
+	c.submit(r, self)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		got := f.got()
+		if slices.Contains(got, "direct mine") {
+			t.Fatalf("the connection's goroutine synced although its next request waited: %q", got)
+		}
+		if slices.Contains(got, "answer mine") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not answered: %q", got)
+		}
+	}
+	want := []string{"write 1", "apply 1", "sync", "answer mine"}
+	if got := f.got(); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
