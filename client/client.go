@@ -328,6 +328,9 @@ type Stats struct {
 	// rename) put off until another client's lease on it had ended (or
 	// the namenode's start-up grace).
 	LeaseWaits uint64
+	// Syncs counts the namenode's fsyncs that made commits durable (group
+	// commit: Commits/Syncs commits per fsync).
+	Syncs uint64
 }
 
 // NamenodeStats returns the namenode's request counters.
@@ -345,6 +348,9 @@ func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
 		s.CPU = time.Duration(ops[wire.NumOps])
 		if len(ops) > wire.NumOps+1 {
 			s.LeaseWaits = ops[wire.NumOps+1]
+		}
+		if len(ops) > wire.NumOps+2 {
+			s.Syncs = ops[wire.NumOps+2]
 		}
 		ops = ops[:wire.NumOps]
 	}

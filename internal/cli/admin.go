@@ -99,7 +99,7 @@ func cmdAdmin(ctx context.Context, args []string) error {
 // random-read benchmark uses to show reads need no namenode).
 func adminStats(ctx context.Context, args []string) error {
 	f := newFlags("admin stats", "[-json]", "Show the namenode's request and commit counters, and how many additions to a\ndirectory waited for another client's lease on it (lease waits).", true)
-	out := newPrinter(f, "one JSON object: requests, commits, batches, cpu_seconds, lease_waits and per_op {operation: requests}")
+	out := newPrinter(f, "one JSON object: requests, commits, batches, syncs, cpu_seconds, lease_waits and per_op {operation: requests}")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
 		s, err := c.NamenodeStats(ctx)
 		if err != nil {
@@ -109,12 +109,14 @@ func adminStats(ctx context.Context, args []string) error {
 			Requests   uint64            `json:"requests"`
 			Commits    uint64            `json:"commits"`
 			Batches    uint64            `json:"batches"`
+			Syncs      uint64            `json:"syncs"`
 			CPU        float64           `json:"cpu_seconds"`
 			LeaseWaits uint64            `json:"lease_waits"`
 			PerOp      map[string]uint64 `json:"per_op"`
-		}{s.Requests, s.Commits, s.Batches, s.CPU.Seconds(), s.LeaseWaits, s.PerOp}
+		}{s.Requests, s.Commits, s.Batches, s.Syncs, s.CPU.Seconds(), s.LeaseWaits, s.PerOp}
 		return out.item(v, func(w io.Writer) {
-			fmt.Fprintf(w, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per fsync)\n", s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)))
+			fmt.Fprintf(w, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per store write)\nfsyncs:   %d (%.2f commits per fsync)\n",
+				s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)), s.Syncs, float64(s.Commits)/max(1, float64(s.Syncs)))
 			fmt.Fprintf(w, "lease waits: %d (additions that waited for another client's directory lease)\n", s.LeaseWaits)
 			ops := make([]string, 0, len(s.PerOp))
 			for op := range s.PerOp {

@@ -32,15 +32,19 @@ type ckptBatch struct {
 // the log durable (sync); in the background, in order, several batches
 // per store transaction, the checkpointer applies them to the store, each
 // store transaction recording the last log record it holds
-// (meta.Change.LogSeq). Once the log holds limit bytes, sync waits until
-// the store holds every logged batch, makes the store durable and only
-// then starts the log over. Nobody else waits for it but a backup (wait).
+// (meta.Change.LogSeq). Once the log holds limit bytes, the next append
+// first waits until the store holds every logged batch, makes the store
+// durable and only then starts the log over (there, not in sync: a sync
+// may run while the next batch is appended, and the log must not start
+// over under a batch appended after the store was waited for). Nobody else waits for it but a backup (wait).
 // A store error stops the namenode (fatal) and the checkpointer: the log
 // keeps what was not applied (it is never restarted after that), and
 // start-up replays it.
 //
-// Lock discipline: log is used by the committer's goroutine only (append,
-// sync), and by close after the committer stopped. mu guards q, last,
+// Lock discipline: log is appended to (and started over) by the
+// committer's writing goroutine only, synced by its syncing goroutine
+// only, possibly at the same time (commitlog.Log allows that), and closed
+// by close after the committer stopped. mu guards q, last,
 // done and stopped; cond signals both new batches and progress.
 type checkpointer struct {
 	log   *commitlog.Log
@@ -71,8 +75,12 @@ func newCheckpointer(log *commitlog.Log, limit int64, store meta.Store, done uin
 }
 
 // append writes a batch to the log (applied, not yet durable) and queues
-// it for the store. Called by the committer only.
+// it for the store, starting the log over first once it is large. Called
+// by the committer's writing goroutine only.
 func (c *checkpointer) append(changes []*meta.Change) error {
+	if err := c.restart(); err != nil {
+		return err
+	}
 	seq, err := c.log.Append(meta.EncodeChanges(changes))
 	if err != nil {
 		return err
@@ -90,17 +98,13 @@ func (c *checkpointer) queue(seq uint64, changes []*meta.Change) {
 	c.mu.Unlock()
 }
 
-// sync makes every appended batch durable in the log, and starts the log
-// over once it is large. Called by the committer only.
-func (c *checkpointer) sync() error {
-	if err := c.log.Sync(); err != nil {
-		return err
-	}
-	return c.restart()
-}
+// sync makes every batch appended before it was called durable in the
+// log. Called by the committer's syncing goroutine only.
+func (c *checkpointer) sync() error { return c.log.Sync() }
 
 // restart starts the log over once it holds limit bytes: the store must
-// first hold, durably, everything in it.
+// first hold, durably, everything in it (so the batches appended but not
+// yet synced in the log are durable too).
 func (c *checkpointer) restart() error {
 	if c.log.Used() < c.limit {
 		return nil

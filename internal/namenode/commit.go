@@ -225,6 +225,7 @@ func (s nnStore) sync() error {
 	if err != nil {
 		return err
 	}
+	n.syncs.Add(1)
 	n.mu.Lock()
 	n.durableSeq = seq
 	n.releaseFrees()

@@ -155,6 +155,7 @@ type Namenode struct {
 	ckpt *checkpointer
 
 	commits atomic.Uint64
+	syncs   atomic.Uint64 // fsyncs of the commit log (or store) that made commits durable
 
 	srv *rpcServer
 	// failure is set (to an error matching ErrStoreFailed) once the store
