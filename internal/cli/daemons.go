@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register("namenode", "[-listen ADDR] [-db FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata", cmdNamenode)
+	register("namenode", "[-listen ADDR] [-db STORE] [-log FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY | migrate -from STORE -to STORE", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata; copy it to another store", cmdNamenode)
 	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + preallocated data file)", cmdDatanodeInit)
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
@@ -106,9 +106,15 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "backup" {
 		return cmdNamenodeBackup(ctx, args[1:])
 	}
-	f := newFlags("namenode", "[options]", "Run the PlasmaFS namenode (metadata server, SQLite store).", false)
+	if len(args) > 0 && args[0] == "migrate" {
+		return cmdNamenodeMigrate(ctx, args[1:])
+	}
+	f := newFlags("namenode", "[options]", `Run the PlasmaFS namenode (metadata server). Its metadata store is a SQLite file
+or a PostgreSQL database (-db postgres://user@host/db, with -log naming the
+commit log, a local file); 'plasma namenode migrate' copies between them.`, false)
 	listen := f.String("listen", "127.0.0.1:2730", "address to serve clients and datanodes on")
-	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db, postgres://user@host:5432/db?sslmode=disable; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	upgrade := f.Bool("upgrade", false, "migrate a PostgreSQL database of an older schema version to this program's (back it up first;\nSQLite files are migrated at every start)")
 	logFlag := f.String("log", "", "commit log file (default: the SQLite database's path + \".log\"; required for a store\nthat is not a local file)")
 	format := f.Bool("format", false, "create a new, empty namespace in -db, which must not exist yet (without it, a missing database is refused)")
 	acceptLostWAL := f.Bool("accept-lost-wal", false, "start from a database that was not closed cleanly although its -wal file is gone, losing the commits it held")
@@ -171,7 +177,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if _, err := os.Stat(logPath); err == nil && *format {
 		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
 	}
-	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
+	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
 	if err != nil {
 		return err
 	}
@@ -181,8 +187,13 @@ func cmdNamenode(ctx context.Context, args []string) error {
 			store.Close()
 		}
 	}()
+	if meta.LocalPath(*db) == "" {
+		if err := checkLogNamespace(logPath, store, *db, *format); err != nil {
+			return err
+		}
+	}
 	if ns, ok := store.(meta.Namespacer); ok && *format {
-		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
+		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), meta.Redact(*db))
 	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
@@ -197,7 +208,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 		nn.Close()
 		return fmt.Errorf("namenode: %w", err)
 	}
-	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", *db, "relaxed", *relaxed)
+	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", meta.Redact(*db), "relaxed", *relaxed)
 	errc := make(chan error, 1)
 	go func() { errc <- nn.Serve(ln) }()
 	select {

@@ -292,6 +292,3 @@ func (s *Postgres) Close() error {
 	defer s.mu.Unlock()
 	return s.db.Close()
 }
-
-// DB is the database, for tools that read every table (migration).
-func (s *Postgres) DB() *sql.DB { return s.db }
