@@ -58,11 +58,13 @@ func TestPostgresRefusals(t *testing.T) {
 	})
 	t.Run("OlderSchemaUntilUpgrade", func(t *testing.T) {
 		u, db := formatted(t)
-		// As a database made before migration 3 (the extents' gen) is.
-		if err := pg.Exec(db, `ALTER TABLE extents DROP COLUMN gen`, `UPDATE schema_version SET version = 2`); err != nil {
+		// As a database made before migrations 3 (the extents' gen) and
+		// 4 (the views) is.
+		if err := pg.Exec(db, `DROP VIEW files_on_datanode, usage_by_owner, files, paths, replicas`,
+			`ALTER TABLE extents DROP COLUMN gen`, `UPDATE schema_version SET version = 2`); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, u, meta.OpenOptions{}, "schema version 2 is older than this program's (3): back the database up (pg_dump), then start the namenode once with -upgrade")
+		refused(t, u, meta.OpenOptions{}, "schema version 2 is older than this program's: back the database up (pg_dump), then start the namenode once with -upgrade")
 		s, err := meta.Open(ctx, u, meta.OpenOptions{Upgrade: true})
 		if err != nil {
 			t.Fatal(err)

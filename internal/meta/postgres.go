@@ -34,6 +34,7 @@ var pgMigrations = []string{
 	CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);`,
 	`CREATE TABLE namespace (id TEXT NOT NULL);`,
 	`ALTER TABLE extents ADD COLUMN gen BIGINT NOT NULL DEFAULT 0;`,
+	pgViews,
 }
 
 // pgTables are the tables the namenode writes: its role must be allowed to.
@@ -129,7 +130,7 @@ func (s *Postgres) open(ctx context.Context, o OpenOptions) error {
 	case v > len(pgMigrations):
 		return s.errorf("schema version %d is newer than this program's (%d): upgrade plasma", v, len(pgMigrations))
 	case v < len(pgMigrations) && !o.Upgrade:
-		return s.errorf("schema version %d is older than this program's (%d): back the database up (pg_dump), then start the namenode once with -upgrade to migrate it", v, len(pgMigrations))
+		return s.errorf("schema version %d is older than this program's: back the database up (pg_dump), then start the namenode once with -upgrade to migrate it to version %d", v, len(pgMigrations))
 	case v < len(pgMigrations):
 		if err := s.migrate(ctx, v); err != nil {
 			return s.errorf("upgrade the schema from version %d: %w", v, err)

@@ -39,6 +39,8 @@ var migrations = []string{
 	`CREATE TABLE namespace (id TEXT NOT NULL);`,
 	// The generation of the allocation that made an extent's blocks.
 	`ALTER TABLE extents ADD COLUMN gen INTEGER NOT NULL DEFAULT 0;`,
+	// Views for operators (views.go).
+	sqliteViews,
 }
 
 // SQL shared by SQLite and PostgreSQL; prepared once per store.
