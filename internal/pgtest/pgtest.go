@@ -27,6 +27,9 @@ type Server struct {
 	Bin  string // directory of initdb, pg_ctl, postgres
 	port int
 	dbs  atomic.Int64
+	// Durable keeps PostgreSQL's fsync on (Start turns it off: tests
+	// kill the namenode, never the machine); benchmarks want it on.
+	Durable bool
 }
 
 // Bin returns the directory of the PostgreSQL server programs (the newest
@@ -51,7 +54,18 @@ func version(initdb string) int {
 // Start starts a server for t, stopped when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := StartIn("")
+	return start(t, false)
+}
+
+// StartDurable is Start with PostgreSQL's fsync on.
+func StartDurable(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, durable bool) *Server {
+	t.Helper()
+	s, err := startIn("", durable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +80,9 @@ func Start(t testing.TB) *Server {
 
 // StartIn initialises and starts a server in dir (a new temporary
 // directory if ""), which must not hold one yet.
-func StartIn(dir string) (*Server, error) {
+func StartIn(dir string) (*Server, error) { return startIn(dir, false) }
+
+func startIn(dir string, durable bool) (*Server, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
@@ -83,7 +99,7 @@ func StartIn(dir string) (*Server, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, Bin: bin, port: 5432}
+	s := &Server{Dir: dir, Bin: bin, port: 5432, Durable: durable}
 	if err := chownToPostgres(dir); err != nil {
 		return nil, err
 	}
@@ -98,9 +114,12 @@ func StartIn(dir string) (*Server, error) {
 func (s *Server) data() string { return filepath.Join(s.Dir, "data") }
 
 // Start starts the (stopped) server and waits until it accepts
-// connections. fsync is off: tests kill the namenode, never the machine.
+// connections.
 func (s *Server) Start() error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses= -c fsync=off -c full_page_writes=off", s.port, s.Dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=", s.port, s.Dir)
+	if !s.Durable {
+		opts += " -c fsync=off -c full_page_writes=off"
+	}
 	return s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.Dir, "server.log"), "-w", "-t", "120", "-o", opts, "start")
 }
 
