@@ -414,12 +414,8 @@ func formatNewCluster(db, dir string, datanodes int) error {
 	if _, err := os.Stat(db); err == nil {
 		return nil
 	}
-	for i := 1; i <= datanodes; i++ {
-		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
-		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
-			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: restore the database (with its -wal file) or a backup of it; "+
-				"or remove %s to start a new, empty cluster", dir, vol, db, dir)
-		}
+	if err := refuseVolumesWithoutNamespace(db, dir, datanodes); err != nil {
+		return err
 	}
 	store, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{Format: true})
 	if err != nil {
@@ -427,4 +423,22 @@ func formatNewCluster(db, dir string, datanodes int) error {
 	}
 	fmt.Fprintf(stdout, "new namespace %s in %s\n", store.Namespace(), db)
 	return store.Close()
+}
+
+// refuseVolumesWithoutNamespace refuses to format a new namespace in db
+// for a cluster directory that has datanode volumes: a new namespace would
+// not hold their files (and the volumes would refuse to join it).
+func refuseVolumesWithoutNamespace(db, dir string, datanodes int) error {
+	restore := "restore the database or a backup of it"
+	if meta.LocalPath(db) != "" {
+		restore = "restore the database (with its -wal file) or a backup of it"
+	}
+	for i := 1; i <= datanodes; i++ {
+		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
+		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
+			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: %s; "+
+				"or remove %s to start a new, empty cluster", dir, vol, meta.Redact(db), restore, dir)
+		}
+	}
+	return nil
 }

@@ -166,3 +166,17 @@ func chownToPostgres(dir string) error {
 	gid, _ := strconv.Atoi(u.Gid)
 	return os.Chown(dir, uid, gid)
 }
+
+// At returns the server initialised in dir earlier (by Init), or an
+// error if there is none.
+func At(dir string) (*Server, error) {
+	bin, err := Bin()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, Bin: bin, port: 5432}
+	if _, err := os.Stat(filepath.Join(s.data(), "PG_VERSION")); err != nil {
+		return nil, fmt.Errorf("no PostgreSQL server in %s: %w", dir, err)
+	}
+	return s, nil
+}
