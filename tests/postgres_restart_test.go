@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,8 +113,18 @@ func waitInPostgres(t *testing.T, url string, names []string) {
 	}
 }
 
+// dbName is the database a URL names.
+func dbName(t *testing.T, dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
 // TestPostgresRestartDuringCommits: a namenode on PostgreSQL keeps
-// acknowledging commits from its commit log while PostgreSQL is stopped,
+// acknowledging commits from its commit log while PostgreSQL is stopped
+// (or its connection cut),
 // catches PostgreSQL up once it is back, and after a kill -9 in the middle
 // of commits, nothing acknowledged is lost (in the namespace, and in
 // PostgreSQL once the restarted namenode replayed its log).
@@ -128,6 +140,11 @@ func TestPostgresRestartDuringCommits(t *testing.T) {
 	}
 	flow.waitMore(t, 100) // acknowledged with PostgreSQL down
 	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	flow.waitMore(t, 20)
+	// The namenode's connection cut (as by a proxy or an operator).
+	if err := pg.Exec("postgres", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '`+dbName(t, url)+`'`); err != nil {
 		t.Fatal(err)
 	}
 	flow.waitMore(t, 20)

@@ -385,6 +385,9 @@ namenode, remove FILE-wal, FILE-shm and FILE.log, and copy COPY to FILE.`, false
 	if *out == "" {
 		return usagef("-o COPY is required")
 	}
+	if strings.Contains(*db, "://") && meta.LocalPath(*db) == "" {
+		return usagef("-db %s: a PostgreSQL store is backed up with pg_dump (see README, \"PostgreSQL as the metadata store\")", meta.Redact(*db))
+	}
 	// Commits still only in the commit log go into the store first (the
 	// namenode is stopped; it would replay them itself at its next start).
 	logPath := *db + ".log"
