@@ -75,6 +75,11 @@ func OpenPostgres(ctx context.Context, location string, o OpenOptions) (*Postgre
 	if err != nil {
 		return nil, fmt.Errorf("metadata store: %w", err)
 	}
+	if cfg.ConnectTimeout == 0 {
+		// A server that does not answer is retried by the checkpointer;
+		// a connection attempt must not hang meanwhile.
+		cfg.ConnectTimeout = 10 * time.Second
+	}
 	where := location
 	if u, err := url.Parse(location); err == nil {
 		where = u.Redacted()
