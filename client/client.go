@@ -41,6 +41,9 @@ type Client struct {
 	gen     uint64
 	reqBase uint64
 	closed  bool
+	dialErr error     // of the last failed reconnection
+	dialAt  time.Time // when it failed
+	reconAt time.Time // when the connection was last replaced
 
 	stopOnce      sync.Once
 	stopKeepalive chan struct{}
@@ -176,6 +179,20 @@ func (c *Client) conn() (*rpc.Conn, uint64) {
 	return c.nn, c.gen
 }
 
+// ReconnectedAt returns when the broken namenode connection was last
+// replaced (zero if never). Right after, a restarted namenode may not know
+// its datanodes yet: it refuses allocations and creates with
+// ErrUnavailable until they register again.
+func (c *Client) ReconnectedAt() time.Time {
+	c.nnMu.Lock()
+	defer c.nnMu.Unlock()
+	return c.reconAt
+}
+
+// redialPause is how long after a failed reconnection reconnect fails
+// again at once, without dialing.
+const redialPause = 20 * time.Millisecond
+
 // reconnect replaces a broken namenode connection (once per breakage).
 func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 	c.nnMu.Lock()
@@ -186,6 +203,11 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 	if c.nn != broken {
 		return nil // someone else already did
 	}
+	if c.dialErr != nil && time.Since(c.dialAt) < redialPause {
+		// Callers waiting for a restarting namenode all retry: one dial
+		// per pause is enough to find it back.
+		return c.dialErr
+	}
 	var errs []error
 	for _, a := range c.cfg.Namenodes {
 		nn, err := rpc.Dial(ctx, a, c.level, c.cred)
@@ -194,11 +216,12 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 			continue
 		}
 		c.reqBase += c.nn.Requests()
-		c.nn = nn
+		c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
 		c.gen++
 		return nil
 	}
-	return errors.Join(errs...)
+	c.dialErr, c.dialAt = errors.Join(errs...), time.Now()
+	return c.dialErr
 }
 
 // call sends q; outside a transaction, a broken connection is replaced
@@ -224,6 +247,12 @@ func (c *Client) noteResponse(r *wire.Response) error {
 	if len(r.Nodes) > 0 {
 		c.mu.Lock()
 		for _, n := range r.Nodes {
+			if old, ok := c.nodes[n.ID]; ok && n.Addr == "" {
+				// A restarted namenode knows a datanode's address only once
+				// it registers again; until then the one known is kept, so
+				// the datanode (up all the while) can still be read.
+				n.Addr = old.Addr
+			}
 			c.nodes[n.ID] = n
 		}
 		c.mu.Unlock()

@@ -29,6 +29,10 @@ var (
 	// commit was sent; the transaction may or may not have committed.
 	// Look at the data to find out; never assume either.
 	ErrCommitUnknown = errors.New("commit outcome unknown")
+	// ErrConnLost: the transaction was begun on a namenode connection
+	// that broke since (the namenode restarted, say), so the namenode has
+	// aborted it. It also matches ErrTxn.
+	ErrConnLost = errors.New("namenode connection lost")
 )
 
 var codeErrors = map[wire.Code]error{

@@ -669,6 +669,11 @@ func (f *File) Truncate(size int64) error {
 			}
 			clear(tail[size%int64(f.bs):])
 		}
+		// A size change not sent yet (a growth earlier in this
+		// transaction) is superseded by this one; sent now it would be
+		// refused when it grows past a partly filled last block, whose
+		// dirty copy (growing) may just have been dropped.
+		f.resize = false
 		if err := f.flush(f.ctx); err != nil {
 			return err
 		}

@@ -185,7 +185,7 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 	begun := tx.begun
 	tx.mu.Unlock()
 	if lost {
-		return nil, fmt.Errorf("%w: transaction %d was aborted when the namenode connection was lost", ErrTxn, tx.id)
+		return nil, fmt.Errorf("%w: %w: transaction %d was aborted when the namenode connection was lost", ErrTxn, ErrConnLost, tx.id)
 	}
 	if first {
 		defer close(begun)
@@ -240,6 +240,29 @@ func readOnly(op wire.Op) bool {
 // and the request was not carried out (it was never sent, or it was a read
 // whose answer was lost): trying again later is safe, whatever the request.
 func Unreachable(err error) bool { return errors.Is(err, rpc.ErrNotSent) }
+
+// ConnLost reports whether err came from losing the namenode connection (a
+// namenode restart, a network failure): the transaction of the request is
+// gone, and unless Unreachable(err) holds too, a change the request asked
+// for may or may not have been made. A new transaction may try again.
+func ConnLost(err error) bool {
+	return errors.Is(err, rpc.ErrClosed) || errors.Is(err, rpc.ErrNotSent) ||
+		errors.Is(err, ErrConnLost) || errors.Is(err, ErrCommitUnknown)
+}
+
+// Lost reports whether the transaction was begun on a namenode connection
+// that has broken or been replaced since: the namenode has aborted it, and
+// its requests fail (reads of data already at hand may still succeed).
+func (tx *Txn) Lost() bool {
+	tx.mu.Lock()
+	used, gen := tx.used, tx.gen
+	tx.mu.Unlock()
+	if !used {
+		return false
+	}
+	nn, cur := tx.c.conn()
+	return gen != cur || nn.Broken()
+}
 
 // Commit writes out buffered file data, makes it durable on every datanode
 // written to, and commits. Once Commit returns nil, the changes survive any
@@ -326,7 +349,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		// The namenode answered: nothing was committed.
 		return fmt.Errorf("commit: %w", err)
 	case errors.Is(err, rpc.ErrNotSent):
-		return fmt.Errorf("commit: %w: the commit never reached the namenode, nothing was committed: %v", ErrTxn, err)
+		return fmt.Errorf("commit: %w: the commit never reached the namenode, nothing was committed: %w", ErrTxn, err)
 	default:
 		return fmt.Errorf("commit of transaction %d: %w: %v", tx.id, ErrCommitUnknown, err)
 	}

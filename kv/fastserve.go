@@ -156,6 +156,11 @@ func (s *Server) serveFast(fc *fastConn) {
 			handed = s.hl.give(&prefixConn{Conn: fc.c, r: fc.br})
 			return
 		}
+		if req.head {
+			s.counted(http.MethodHead)
+		} else {
+			s.counted(http.MethodGet)
+		}
 		if !s.fastGet(fc, req.head, req.key) || req.close {
 			return
 		}

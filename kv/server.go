@@ -30,6 +30,9 @@ type ServerOptions struct {
 	// read before they join a batch, larger ones are streamed into the
 	// database in a batch of their own (default 1 MiB).
 	MaxBufferedBody int64
+	// OnRequest, if set, is told the method of every request served (for
+	// metrics).
+	OnRequest func(method string)
 }
 
 // Server serves a database over HTTP:
@@ -124,6 +127,7 @@ func (s *Server) refresher() {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.counted(r.Method)
 	if r.Method == http.MethodPost && r.URL.Path == "/-/refresh" {
 		if err := s.db.Refresh(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -385,3 +389,10 @@ func (s *Server) batch(ctx context.Context, first *writeReq) *writeReq {
 // URLPath returns the path under which a Server serves key: a slash and
 // the key, percent-encoded.
 func URLPath(key []byte) string { return "/" + url.PathEscape(string(key)) }
+
+// counted reports a request to ServerOptions.OnRequest.
+func (s *Server) counted(method string) {
+	if s.opt.OnRequest != nil {
+		s.opt.OnRequest(method)
+	}
+}

@@ -108,7 +108,8 @@ func LoadDelegator(path string) (*Delegator, error) {
 }
 
 // Delegate signs a certificate for public key pub naming who's user and
-// groups and job, valid until notAfter (at most MaxDelegation from now),
+// groups and job, valid until notAfter (at most MaxDelegation from now,
+// and no longer than who's own credential),
 // and returns the chain to put in a credential: the certificate, the
 // delegation certificate and the CA, in PEM.
 func (d *Delegator) Delegate(who *Identity, job string, pub crypto.PublicKey, notAfter time.Time) ([]byte, error) {
@@ -123,8 +124,10 @@ func (d *Delegator) Delegate(who *Identity, job string, pub crypto.PublicKey, no
 		return nil, fmt.Errorf("bad job name %q", job)
 	}
 	now := time.Now()
-	for _, limit := range []time.Time{now.Add(MaxDelegation), d.cert.NotAfter} {
-		if notAfter.After(limit) {
+	// Never beyond the caller's own credential: a delegation must not
+	// extend a short-lived credential.
+	for _, limit := range []time.Time{now.Add(MaxDelegation), d.cert.NotAfter, who.Expires} {
+		if !limit.IsZero() && notAfter.After(limit) {
 			notAfter = limit
 		}
 	}
@@ -222,7 +225,11 @@ func DelegatedCredential(key *ecdsa.PrivateKey, chainPEM []byte, ca *Credential)
 }
 
 // Verify checks that c is a valid client credential now under the CA
-// pool roots (e.g. a task server's, for a credential a coordinator sent).
+// pool roots (e.g. a task server's, for a credential a coordinator sent),
+// and sets c.Identity from the chain that verified: the credential's own
+// certificates may name any chain (a full credential padded with a third
+// certificate would pass for a delegated one), the verified chain is what
+// servers see.
 func (c *Credential) Verify(roots *x509.CertPool) error {
 	inter := x509.NewCertPool()
 	for _, der := range c.Cert.Certificate[1:] {
@@ -232,10 +239,11 @@ func (c *Credential) Verify(roots *x509.CertPool) error {
 		}
 		inter.AddCert(ic)
 	}
-	_, err := c.Cert.Leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	chains, err := c.Cert.Leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return fmt.Errorf("credential of %s: %w", c.Identity.User, err)
 	}
+	c.Identity = identityOfChain(chains[0])
 	return nil
 }
 

@@ -61,6 +61,17 @@ type Identity struct {
 	// was issued for.
 	Delegated bool
 	Job       string
+	// Expires is when the credential stops being valid (the earliest
+	// NotAfter of its chain); zero when unknown. Certificates are checked
+	// at the handshake only, so a server that keeps a connection open
+	// refuses its requests past this time (Expired).
+	Expires time.Time
+}
+
+// Expired reports whether the credential id came with is no longer valid
+// at now.
+func (id *Identity) Expired(now time.Time) bool {
+	return id != nil && !id.Expires.IsZero() && now.After(id.Expires)
 }
 
 // Super reports whether permission checks are bypassed: only for a
@@ -99,6 +110,11 @@ func identityOf(cert *x509.Certificate) *Identity {
 // namenode's delegation key can never make a superuser or a server.
 func identityOfChain(chain []*x509.Certificate) *Identity {
 	id := identityOf(chain[0])
+	for _, c := range chain {
+		if id.Expires.IsZero() || c.NotAfter.Before(id.Expires) {
+			id.Expires = c.NotAfter
+		}
+	}
 	if len(chain) > 2 {
 		id.Role, id.Delegated = RoleUser, true
 		for _, ou := range chain[0].Subject.OrganizationalUnit {

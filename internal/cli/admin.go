@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live", cmdAdmin)
 }
 
 func currentUser() string {
@@ -32,12 +32,16 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	if len(args) >= 1 && args[0] == "backup" {
 		return adminBackup(ctx, args[1:])
 	}
+	if len(args) >= 1 && args[0] == "top" {
+		return adminTop(ctx, args[1:])
+	}
 	if len(args) >= 1 && isHelpArg(args[0]) {
 		fmt.Fprint(stdout, `usage: plasma admin SUBCOMMAND [options]   ('plasma admin SUBCOMMAND -help' for options)
 
   user add NAME   issue a credential for a user, signed by the cluster CA (on the machine holding the cluster's secrets)
   stats           show the namenode's request and commit counters
   backup FILE     write a consistent copy of the running namenode's metadata
+  top             a live view of the namenode's operations, latencies and commits (from its /metrics)
 `)
 		return nil
 	}

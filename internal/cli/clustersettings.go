@@ -34,6 +34,9 @@ type clusterSettings struct {
 	DataSecurity    string   `json:"data_security"`
 	Relaxed         bool     `json:"relaxed"`
 	Store           string   `json:"store,omitempty"` // metadata store: sqlite ("") or postgres
+	// AdminAddrs are the members' admin ports (/metrics, status page), by
+	// member name (namenode, dn1, ts1, mount).
+	AdminAddrs map[string]string `json:"admin_addrs,omitempty"`
 }
 
 // loadClusterSettings returns the settings recorded in dir; for a cluster

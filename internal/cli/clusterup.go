@@ -271,7 +271,10 @@ func (u *clusterUp) chooseAddrs() error {
 		return fmt.Errorf("namenode address %s is in use by another program (%s)", u.nnAddr, how)
 	}
 	u.settings.NamenodeAddr = u.nnAddr
-	u.settings.DatanodeAddrs, err = keptAddrs(u.settings.DatanodeAddrs, u.n)
+	if u.settings.DatanodeAddrs, err = keptAddrs(u.settings.DatanodeAddrs, u.n); err != nil {
+		return err
+	}
+	u.settings.AdminAddrs, err = keptAdminAddrs(u.settings.AdminAddrs, clusterMembers(u.n, u.tsSlots > 0, u.mountPoint != ""))
 	return err
 }
 
@@ -283,7 +286,14 @@ func (u *clusterUp) newSupervisor() (*supervisor.Supervisor, error) {
 	}
 	policy := supervisor.DefaultRestartPolicy
 	policy.Stable = u.restartReset
-	return supervisor.New(self, u.dir, policy, stdout, escapeText), nil
+	sv := supervisor.New(self, u.dir, policy, stdout, escapeText)
+	sv.MemberArgs = func(name, kind string, args []string) []string {
+		if a := u.settings.AdminAddrs[name]; a != "" {
+			return withAdminFlag(args, kind, a)
+		}
+		return args
+	}
+	return sv, nil
 }
 
 // startMembers starts the namenode, the datanodes, then (with the client
@@ -328,6 +338,7 @@ func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor.Supervisor
 	if u.relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
+	nnArgs = append(nnArgs, "-datanode-admin", datanodeAdminLinks(u.settings.DatanodeAddrs, u.settings.AdminAddrs))
 	nn := sv.Add("namenode", "namenode", nnArgs)
 	if err := sv.Start(nn); err != nil {
 		return err
@@ -405,6 +416,7 @@ func (u *clusterUp) writeConfigs() error {
 // printUp says what is up and how to use it.
 func (u *clusterUp) printUp() {
 	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", u.name, u.nnAddr, u.n, u.bs, u.dir)
+	fmt.Fprintf(stdout, "admin: %s\n", adminSummary(u.settings.AdminAddrs))
 	if len(u.tsAddrs) > 0 {
 		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", u.tsSlots, strings.Join(u.tsAddrs, " "))
 	}

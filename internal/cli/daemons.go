@@ -99,7 +99,7 @@ func checkSpace(dir string, size int64) error {
 func logger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(recentLog.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }
 
 func cmdNamenode(ctx context.Context, args []string) error {
@@ -139,10 +139,13 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
+	logFormat := logFormatFlag(f)
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
+	adminAddr := adminFlag(f)
+	dnAdmin := f.String("datanode-admin", "", "admin addresses of datanodes, for links on the status page: DATAADDR=ADMINADDR,...")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -195,7 +198,10 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if ns, ok := store.(meta.Namespacer); ok && *format {
 		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), meta.Redact(*db))
 	}
-	log := logger(*level)
+	log, err := daemonLogger(*level, *logFormat)
+	if err != nil {
+		return err
+	}
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
 		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
@@ -207,6 +213,20 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if err != nil {
 		nn.Close()
 		return fmt.Errorf("namenode: %w", err)
+	}
+	dm, err := startAdmin(adminAddr, "namenode", cred, log, nn.Collector())
+	if err != nil {
+		ln.Close()
+		nn.Close()
+		return err
+	}
+	defer dm.Close()
+	pageStop := make(chan struct{})
+	defer close(pageStop)
+	if err := dm.serveStatusPage(nn, *dnAdmin, pageStop); err != nil {
+		ln.Close()
+		nn.Close()
+		return err
 	}
 	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", meta.Redact(*db), "relaxed", *relaxed)
 	errc := make(chan error, 1)
@@ -278,12 +298,14 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	nnAddr := f.String("namenode", "127.0.0.1:2730", "namenode address")
 	hb := f.durationRange("heartbeat", time.Second, 10*time.Millisecond, time.Minute, "heartbeat interval")
 	level := f.String("log-level", "info", "log level")
+	logFormat := logFormatFlag(f)
 	secFlag := f.String("security", "auth", "security level of data connections: none, auth, integrity or privacy")
 	nnSecFlag := f.String("namenode-security", "privacy", "security level of the namenode connection")
 	credFile := f.String("credential", "", "the datanode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")
 	var receiveMem int64 = 1 << 30
 	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -302,7 +324,10 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := logger(*level)
+	log, err := daemonLogger(*level, *logFormat)
+	if err != nil {
+		return err
+	}
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
 		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
 	if err != nil {
@@ -313,6 +338,13 @@ func cmdDatanode(ctx context.Context, args []string) error {
 		srv.Close()
 		return fmt.Errorf("datanode: %w", err)
 	}
+	dm, err := startAdmin(adminAddr, "datanode", cred, log, srv.Collector())
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return err
+	}
+	defer dm.Close()
 	addr := ln.Addr().String()
 	sock := filepath.Join(*dir, "dn.sock")
 	local, err := srv.ListenLocal(sock)

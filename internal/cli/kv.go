@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/plasmafs/plasma/internal/metrics"
 	"io"
 	"net"
 	"os"
@@ -373,6 +374,7 @@ func cmdKVServe(ctx context.Context, args []string) error {
 	batch := f.durationRange("batch-delay", 10*time.Millisecond, 0, time.Minute, "with -writable: how long a batch of writes collects requests")
 	var cache int64 = 256 << 20
 	f.sizeRange(&cache, "cache", 1<<20, 1<<40, "memory for cached blocks and index nodes")
+	adminAddr := adminFlag(f.flags)
 	return f.run(ctx, args, func(c *client.Client) error {
 		if len(f.pos) != 0 {
 			return usagef("unexpected argument %q", f.pos[0])
@@ -386,7 +388,14 @@ func cmdKVServe(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		srv := kv.NewServer(db, kv.ServerOptions{RefreshInterval: *refresh, Writable: *writable, BatchDelay: *batch})
+		reqs := metrics.NewRequests("kv", "HTTP requests served, by method.")
+		dm, err := startAdmin(adminAddr, "kv serve", nil, logger("warn"), reqs)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer dm.Close()
+		srv := kv.NewServer(db, kv.ServerOptions{RefreshInterval: *refresh, Writable: *writable, BatchDelay: *batch, OnRequest: reqs.Inc})
 		defer srv.Close()
 		st := db.Stats()
 		fmt.Fprintf(stdout, "listening on http://%s (%s: version %d, %d keys)\n", ln.Addr(), f.db, st.Version, st.Keys)

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/plasmafs/plasma/internal/metrics"
 	"io"
 	"os"
 	"os/exec"
@@ -82,11 +84,13 @@ func cmdMount(ctx context.Context, args []string) error {
 		"Mount PlasmaFS on MOUNTPOINT with FUSE (needs root). Metadata operations commit asynchronously\n"+
 			"(durable within the namenode's window); file data commits at close and fsync; fsync returns once\n"+
 			"everything before it is durable; -o sync makes every operation durable before it returns.\n"+
-			"Runs until Ctrl-C, SIGTERM or 'plasma umount MOUNTPOINT' (-detach: in the background).", true)
+			"Runs until Ctrl-C, SIGTERM or 'plasma umount MOUNTPOINT' (-detach: in the background).\n"+
+			"A MOUNTPOINT on which a filesystem is mounted already is refused (exit status 1).", true)
 	var opts multiFlag
 	f.Var(&opts, "o", "mount options, comma-separated: ro, sync, allow_other, default_permissions, debug, fsname=NAME, rep=N, ttl=DURATION")
 	detach := f.Bool("detach", false, "mount in the background and return once mounted")
 	logFile := f.String("log", "", "with -detach: write the mount process's messages to this file")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -99,6 +103,9 @@ func cmdMount(ctx context.Context, args []string) error {
 	}
 	mp, err := filepath.Abs(f.pos[0])
 	if err != nil {
+		return err
+	}
+	if err := notMountedAt(mp); err != nil {
 		return err
 	}
 	if st, err := os.Stat(mp); err != nil {
@@ -134,6 +141,14 @@ func cmdMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	ops := metrics.NewRequests("mount", "FUSE operations served, by operation.")
+	dm, err := startAdmin(adminAddr, "mount", nil, logger("warn"), ops)
+	if err != nil {
+		ready(err)
+		return err
+	}
+	defer dm.Close()
+	fo.OnOp = ops.Inc
 	vo.Owner = selfOwner(f)
 	v := vfs.New(c, vo)
 	srv, err := fusefs.Mount(mp, v, fo)
@@ -160,6 +175,26 @@ func cmdMount(ctx context.Context, args []string) error {
 	}
 	if err := v.Close(); err != nil {
 		return fmt.Errorf("unmounted %s, but data of files still open was lost: %w", mp, err)
+	}
+	return nil
+}
+
+// notMountedAt refuses a mountpoint on which a filesystem is mounted
+// already: a second mount would hide the first (and stack on it).
+func notMountedAt(mp string) error {
+	real := mp
+	if r, err := filepath.EvalSymlinks(mp); err == nil {
+		real = r
+	}
+	plasma, other := plasmaMountType(real)
+	switch {
+	case plasma:
+		if _, err := os.Stat(real); errors.Is(err, syscall.ENOTCONN) {
+			return fmt.Errorf("%s is the mount point of a PlasmaFS mount whose process ended: clear it with 'plasma umount -f %s' first", mp, mp)
+		}
+		return fmt.Errorf("%s is already a mount point (PlasmaFS is mounted there): unmount it first ('plasma umount %s') or choose another directory", mp, mp)
+	case other != "":
+		return fmt.Errorf("%s is already a mount point (a %s filesystem): unmount it first or choose another directory", mp, other)
 	}
 	return nil
 }

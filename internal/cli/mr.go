@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/plasmafs/plasma/internal/metrics"
 	"net"
 	"os"
 	"path"
@@ -181,10 +182,14 @@ NAME -taskserver'), so any user with a credential of the cluster may submit, and
 travels in clear. Each task runs with the credential that the namenode delegated to its
 submitter for its job (never this server's): it reads and writes as the submitter, until
 the credential expires; the server forgets it once the job's last task on it ends.
-Run as root, the server runs the task commands as the unprivileged account -run-as (default
-nobody), each attempt in a fresh working directory of its own under -work-base: they cannot
-read this server's credential or anything else only root may read. Run as another user, the
-commands run as that user: give it nothing else.
+Run as root, the server runs the task commands unprivileged, each attempt in a fresh working
+directory of its own under -work-base: they cannot read this server's credential or anything
+else only root may read. Each attempt runs as a uid of -task-uids of its own (no account's;
+its group is the same number), so that tasks of other jobs cannot reach its processes, and
+whatever it leaves running is killed when it ends; with -task-uids none all run as the
+account -run-as (default nobody). Run as another user, the commands run as that user,
+so they could read its credential and other jobs' keys: then it runs only the tasks of -owner
+(default: the user of the client configuration's credential).
 On a cluster at security level none (which authenticates nobody) tasks run with this
 process's client configuration; then without -token-file the server listens on loopback only.
 The first line printed is the address it listens on.`, true)
@@ -198,7 +203,10 @@ The first line printed is the address it listens on.`, true)
 	}
 	runAs := f.String("run-as", defaultUser, "OS `user` the task commands run as (needs root; default nobody when run as root)")
 	workBase := f.String("work-base", os.TempDir(), "`directory` for the attempts' working directories")
+	taskUIDs := f.String("task-uids", mrexec.DefaultUIDs, "`FIRST-LAST`: with -run-as, each attempt runs as a uid of this range (no account's) that no other attempt on this host uses meanwhile, and every process of that uid is killed when it ends; 'none': all as the -run-as account, where tasks can reach each other's processes")
+	onlyUser := f.String("owner", "", "PlasmaFS `user` whose tasks a task server not run as root (or with -run-as '') runs, and nobody else's (default: the user of the client configuration's credential)")
 	tokenFile := f.String("token-file", os.Getenv("PLASMAMR_TOKEN_FILE"), "`file` holding a token coordinators must present too (default $PLASMAMR_TOKEN_FILE)")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -217,15 +225,27 @@ The first line printed is the address it listens on.`, true)
 		if user, err = mrexec.LookupTaskUser(*runAs, *workBase); err != nil {
 			return err
 		}
+		if *taskUIDs != "none" {
+			if user.UIDs, err = mrexec.ParseUIDRange(*taskUIDs); err != nil {
+				return usagef("-task-uids: %v", err)
+			}
+		}
 	}
 	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
 	if err != nil {
 		return err
 	}
+	ownerCred := cfg.CredentialFile // the user this server works for, if it cannot switch users
 	if *credFile != "" {
 		cfg.CredentialFile = *credFile
 	}
 	level := mrexec.TaskLevel(cfg.Security)
+	owner := ""
+	if user == nil && level != auth.None {
+		if owner, err = taskServerOwner(*onlyUser, ownerCred); err != nil {
+			return err
+		}
+	}
 	if level != auth.None {
 		if cfg.CredentialFile == "" {
 			return usagef("a task server needs its own credential of role taskserver: -credential FILE (issue one with 'plasma admin user add NAME -taskserver')")
@@ -271,9 +291,32 @@ The first line printed is the address it listens on.`, true)
 	if err != nil {
 		return err
 	}
-	ts.Token, ts.User = token, user
+	ts.Token, ts.User, ts.Owner = token, user, owner
+	reqs := metrics.NewRequests("taskserver", "Requests of job coordinators, by route (info, task, other).")
+	dm, err := startAdmin(adminAddr, "task server", c.Credential(), logger("warn"), reqs)
+	if err != nil {
+		return err
+	}
+	defer dm.Close()
+	ts.OnRequest = reqs.Inc
 	fmt.Fprintf(stdout, "%s\n", ln.Addr())
 	return ts.Serve(ctx, ln)
+}
+
+// taskServerOwner is the only PlasmaFS user whose tasks a task server
+// that runs commands as its own OS user may run: -owner, or the user of
+// the client configuration's credential (credFile).
+func taskServerOwner(flag, credFile string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if credFile != "" {
+		if c, err := auth.LoadCredential(credFile); err == nil {
+			return c.Identity.User, nil
+		}
+	}
+	return "", usagef("a task server not run as root runs task commands as its own OS user, which could read its credential and other jobs' keys: " +
+		"give -owner USER (the one PlasmaFS user whose tasks it runs), or run it as root")
 }
 
 // defaultWork is the work directory of a job that names none: beside its

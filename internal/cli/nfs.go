@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/plasmafs/plasma/internal/metrics"
 	"github.com/plasmafs/plasma/internal/nfsbridge"
 	"github.com/plasmafs/plasma/internal/vfs"
 )
@@ -36,6 +37,7 @@ func cmdNFS(ctx context.Context, args []string) error {
 	allSquash := f.Bool("all-squash", false, "serve every caller as the anonymous identity")
 	anonUID := f.intRange("anonuid", vfs.Nobody, 1, 1<<32-2, "uid of the anonymous identity")
 	anonGID := f.intRange("anongid", vfs.Nobody, 1, 1<<32-2, "gid of the anonymous identity")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -61,8 +63,14 @@ func cmdNFS(ctx context.Context, args []string) error {
 	defer c.Close()
 	v := vfs.New(c, vfs.Options{Sync: !*async, WriteBack: true, ReadOnly: *ro, Owner: self})
 	defer v.Close()
+	calls := metrics.NewRequests("nfs", "NFSv3 and MOUNT calls received, by procedure.")
+	dm, err := startAdmin(adminAddr, "nfs", nil, logger("warn"), calls)
+	if err != nil {
+		return err
+	}
+	defer dm.Close()
 	b, err := nfsbridge.New(ctx, v, *export, nfsbridge.Options{
-		NoRootSquash: *noRootSquash, AllSquash: *allSquash, AnonUID: uint32(*anonUID), AnonGID: uint32(*anonGID)})
+		NoRootSquash: *noRootSquash, AllSquash: *allSquash, AnonUID: uint32(*anonUID), AnonGID: uint32(*anonGID), OnCall: calls.Inc})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// DatanodeFDLimit each datanode process's.
 	NamenodeFDLimit int
 	DatanodeFDLimit int
+	// Admin gives every process an admin port (-admin-listen on a free
+	// loopback port: Proc.AdminAddr).
+	Admin bool
 }
 
 func (o *Options) defaults() {

@@ -84,10 +84,12 @@ func goBuild(out, pkg string) error {
 // Proc is one daemon process.
 type Proc struct {
 	Addr string
-	Dir  string
-	Log  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	// AdminAddr is its admin port (Options.Admin), or "".
+	AdminAddr string
+	Dir       string
+	Log       string
+	cmd       *exec.Cmd
+	done      chan struct{}
 }
 
 // Pid returns the process id (0 if not started).
@@ -140,6 +142,9 @@ func Start(t testing.TB, o Options) *Procs {
 	o.defaults()
 	c := &Procs{t: t, Opts: o, Dir: t.TempDir(), Bin: Binary(t)}
 	c.NN = &Proc{Addr: freeAddr(t), Dir: c.Dir, Log: filepath.Join(c.Dir, "namenode.log")}
+	if o.Admin {
+		c.NN.AdminAddr = freeAddr(t)
+	}
 	var err error
 	if c.Secrets, err = auth.InitSecrets(filepath.Join(c.Dir, "secrets"), o.Cluster); err != nil {
 		t.Fatalf("secrets: %v", err)
@@ -220,6 +225,7 @@ func (c *Procs) StartNamenode() {
 		args = append(args, "-format")
 	}
 	args = append(args, c.Opts.NamenodeArgs...)
+	args = append(args, adminArgs(c.NN)...)
 	c.start(c.NN, args...)
 	c.waitListening(c.NN)
 }
@@ -265,6 +271,9 @@ func (c *Procs) AddDatanode() *Proc {
 	c.t.Helper()
 	dir := c.InitVolume(c.Opts.Cluster, c.Opts.Blocksize, c.Opts.Size)
 	p := &Proc{Addr: freeAddr(c.t), Dir: dir, Log: dir + ".log"}
+	if c.Opts.Admin {
+		p.AdminAddr = freeAddr(c.t)
+	}
 	c.DNs = append(c.DNs, p)
 	c.StartDatanode(p)
 	return p
@@ -279,6 +288,7 @@ func (c *Procs) StartDatanode(p *Proc) {
 		args = append(args, "-ticket-key", c.TicketKeyFile())
 	}
 	args = append(args, c.Opts.DatanodeArgs...)
+	args = append(args, adminArgs(p)...)
 	c.start(p, args...)
 }
 
@@ -425,4 +435,12 @@ func (c *Procs) MustRun(args ...string) string {
 		c.t.Fatalf("plasma %s: exit %d:\n%s", strings.Join(args, " "), code, out)
 	}
 	return out
+}
+
+// adminArgs are the flags giving p its admin port, if it has one.
+func adminArgs(p *Proc) []string {
+	if p.AdminAddr == "" {
+		return nil
+	}
+	return []string{"-admin-listen", p.AdminAddr}
 }

@@ -64,6 +64,7 @@ type Server struct {
 	// received bounds the write data read off connections and not yet
 	// stored (Config.ReceiveMemory).
 	received *connlimit.Budget
+	obs      *observer // metrics.go
 	stop     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -105,7 +106,8 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.ReceiveMemory == 0 {
 		cfg.ReceiveMemory = 1 << 30
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{},
+		obs: newObserver()}
 	if cfg.TicketKey != nil {
 		s.floor.refuseAll() // until the namenode says which tickets are current
 	}
@@ -594,6 +596,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			continue
 		}
 		q := j.q
+		op := q.Op // q is replaced below if its ticket is refused
 		var resp wire.DataResp
 		var payload []byte
 		bufp := j.bufp
@@ -678,6 +681,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			c := s.store.Config
 			resp.Identity, resp.Cluster, resp.Blocks, resp.Bsize = c.Identity, c.Cluster, c.Blocks, c.Blocksize
 		}
+		s.obs.request(op, q, &resp, len(payload))
 		err := wire.WriteDataResp(w, &resp)
 		if err == nil && payload != nil {
 			_, err = w.Write(payload)

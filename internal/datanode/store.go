@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -233,6 +234,9 @@ type BlockStore struct {
 	// Writes of one block are serialised (the generation check, the data
 	// and the checksum go together); blocks share stripes.
 	stripes [64]sync.Mutex
+	// badChecksums counts blocks received or read whose data did not
+	// match their checksum.
+	badChecksums atomic.Uint64
 }
 
 // NoTicket, as the generation of a write, stores the block without
@@ -455,6 +459,7 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32, gen uint64) er
 		return fmt.Errorf("write of %d bytes exceeds blocksize %d", len(data), bs)
 	}
 	if got := Checksum(data, bs); got != crc {
+		s.badChecksums.Add(1) // metrics.go
 		return fmt.Errorf("%w: block %d received with CRC %08x, sender computed %08x", ErrChecksum, block, got, crc)
 	}
 	m := s.stripe(block)
@@ -529,6 +534,7 @@ func (s *BlockStore) Adopt(block uint64, length int, crc uint32, gen uint64, buf
 	}
 	clear(buf[n:bs])
 	if got := Checksum(buf[:n], bs); got != crc {
+		s.badChecksums.Add(1) // metrics.go
 		return fmt.Errorf("%w: block %d written locally reads as %08x, writer computed %08x", ErrChecksum, block, got, crc)
 	}
 	unix.SyncFileRange(int(s.data.Fd()), off, int64(n), unix.SYNC_FILE_RANGE_WRITE)
@@ -586,6 +592,7 @@ func (s *BlockStore) ReadN(block uint64, buf []byte, maxGen uint64) (uint32, int
 		return 0, 0, staleError(block, gen, maxGen)
 	}
 	if got := Checksum(buf[:n], bs); got != want {
+		s.badChecksums.Add(1) // metrics.go
 		return 0, 0, fmt.Errorf("%w: block %d of volume %s reads as %08x, stored checksum %08x", ErrChecksum, block, s.Config.Identity, got, want)
 	}
 	return want, n, nil

@@ -11,6 +11,7 @@ package fusefs
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -29,6 +30,9 @@ type Options struct {
 	DefaultPermissions bool
 	Debug              bool
 	FsName             string // shown in /proc/mounts (default "plasma")
+	// OnOp, if set, is told of each main operation by name (metrics.go),
+	// for metrics.
+	OnOp func(op string)
 }
 
 // FS is the raw FUSE filesystem over a VFS.
@@ -70,7 +74,11 @@ func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
 	if v.ReadOnly() {
 		mo.Options = append(mo.Options, "ro")
 	}
-	srv, err := fuse.NewServer(New(v), mp, mo)
+	var raw fuse.RawFileSystem = New(v)
+	if o.OnOp != nil {
+		raw = counted{raw, o.OnOp}
+	}
+	srv, err := fuse.NewServer(raw, mp, mo)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +123,33 @@ func callerCtx(h *fuse.InHeader) context.Context {
 	return vfs.WithCaller(context.Background(), vfs.Caller{UID: h.Uid, GID: h.Gid})
 }
 
-func status(err error) fuse.Status { return fuse.Status(vfs.Errno(err)) }
+func status(err error) fuse.Status {
+	e := vfs.Errno(err)
+	if e == syscall.EIO {
+		// The program sees only EIO: the mount's messages say why.
+		log.Printf("plasma mount: input/output error: %v", err)
+	}
+	return fuse.Status(e)
+}
+
+// noID is the uid and gid the mount shows for an owner or group without
+// a local id: no process has it, so the kernel's permission checks
+// (default_permissions) never grant its owner's or group's rights, and
+// stat shows it as the overflow id (65534, nobody). Shown as 65534
+// itself, every process running as nobody would own all such files.
+const noID = 1<<32 - 1
+
+// ownerIDs are the local ids a's owner and group show as.
+func (fs *FS) ownerIDs(a vfs.Attr) (uid, gid uint32) {
+	uid, gid = fs.v.UID(a.User), fs.v.GID(a.Group)
+	if uid == vfs.Nobody && a.User != fs.v.UserName(vfs.Nobody) {
+		uid = noID
+	}
+	if gid == vfs.Nobody && a.Group != fs.v.GroupName(vfs.Nobody) {
+		gid = noID
+	}
+	return uid, gid
+}
 
 func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 	*out = fuse.Attr{}
@@ -127,8 +161,7 @@ func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 	if out.Nlink == 0 && a.Type == client.TypeDir {
 		out.Nlink = 2
 	}
-	out.Uid = fs.v.UID(a.User)
-	out.Gid = fs.v.GID(a.Group)
+	out.Uid, out.Gid = fs.ownerIDs(a)
 	mt, ct := a.Mtime, a.Ctime
 	if ct.IsZero() {
 		ct = mt

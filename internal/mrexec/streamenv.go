@@ -2,8 +2,10 @@ package mrexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -65,26 +67,23 @@ func (e *exec1) jobLogDir() string {
 // directory.
 func (e *exec1) makeLocalDir() error {
 	name := strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(e.t.Job + "-" + e.t.AttemptName())
-	var dir string
+	var d *os.File
 	var err error
 	if e.user != nil {
 		// The commands run as the task account: the directory is its own.
-		dir, err = e.user.workDir(name)
+		d, err = e.user.workDir(name)
 	} else {
-		dir, err = os.MkdirTemp("", "plasmamr-"+name+"-")
+		var dir string
+		if dir, err = os.MkdirTemp("", "plasmamr-"+name+"-"); err == nil {
+			if d, err = makeLocalLog(dir); err != nil {
+				os.RemoveAll(dir)
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("local directory: %w", err)
 	}
-	e.local, e.localLog = dir, filepath.Join(dir, "log")
-	err = os.Mkdir(e.localLog, 0o700)
-	if err == nil && e.user != nil {
-		err = os.Chown(e.localLog, int(e.user.UID), int(e.user.GID))
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return fmt.Errorf("local log directory: %w", err)
-	}
+	e.localDir, e.local, e.localLog = d, d.Name(), filepath.Join(d.Name(), localLogName)
 	return nil
 }
 
@@ -92,27 +91,45 @@ func (e *exec1) makeLocalDir() error {
 // directory into the job's log directory, each named with the task prefix
 // (prepended unless the name begins with it), and removes the local
 // directory. A file that cannot be kept is reported on the attempt's
-// standard error; it does not fail the attempt.
+// standard error; it does not fail the attempt. The files are read
+// through the directory opened when it was made (localdir.go).
 func (e *exec1) endLocalDir(ctx context.Context) {
-	if e.local == "" {
+	if e.localDir == nil {
 		return
 	}
 	defer os.RemoveAll(e.local)
-	ents, err := os.ReadDir(e.localLog)
-	if err != nil || len(ents) == 0 || e.jobLogDir() == "" {
+	defer e.localDir.Close()
+	if e.jobLogDir() == "" {
+		return
+	}
+	logDir, err := openLocalLog(e.localDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // the commands removed it
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "plasma mr: PLASMAMR_LOCAL_LOG_DIR: %v\n", err)
+		return
+	}
+	defer logDir.Close()
+	ents, err := logDir.ReadDir(-1)
+	if err != nil || len(ents) == 0 {
 		return
 	}
 	prefix := e.t.taskPrefix()
 	err = e.c.Txn(context.WithoutCancel(ctx), func(ctx context.Context, tx *client.Txn) error {
 		for _, ent := range ents {
-			if !ent.Type().IsRegular() {
+			src, err := openLogFile(logDir, ent.Name(), e.user)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "plasma mr: not kept from PLASMAMR_LOCAL_LOG_DIR: %v\n", err)
 				continue
 			}
 			name := ent.Name()
 			if !strings.HasPrefix(name, prefix) {
 				name = prefix + name
 			}
-			if err := copyLogFile(ctx, tx, filepath.Join(e.localLog, ent.Name()), path.Join(e.jobLogDir(), name)); err != nil {
+			err = copyLogFile(ctx, tx, src, path.Join(e.jobLogDir(), name))
+			src.Close()
+			if err != nil {
 				return err
 			}
 		}
@@ -123,12 +140,7 @@ func (e *exec1) endLocalDir(ctx context.Context) {
 	}
 }
 
-func copyLogFile(ctx context.Context, tx *client.Txn, from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
+func copyLogFile(ctx context.Context, tx *client.Txn, src io.Reader, to string) error {
 	dst, err := tx.CreateFile(ctx, to, client.CreateOptions{})
 	if err != nil {
 		return err

@@ -146,8 +146,18 @@ func Execute(ctx context.Context, c *client.Client, w Worker, t Task) Result {
 // executeAs is Execute with the commands run as OS account u (nil: as
 // this process), each attempt in a working directory of its own.
 func executeAs(ctx context.Context, c *client.Client, w Worker, t Task, u *TaskUser) Result {
-	e := &exec1{c: c, w: w, t: t, stderr: &tailBuffer{}, user: u}
+	e := &exec1{c: c, w: w, t: t, stderr: &tailBuffer{}}
 	e.res.Worker = w.Name
+	var acct *attemptAccount
+	if u != nil {
+		var err error
+		if acct, err = u.attemptAccount(); err != nil {
+			e.res.Error = err.Error()
+			return e.res
+		}
+		defer acct.release()
+		e.user = acct.TaskUser
+	}
 	err := e.makeLocalDir()
 	switch {
 	case err != nil:
@@ -157,6 +167,9 @@ func executeAs(ctx context.Context, c *client.Client, w Worker, t Task, u *TaskU
 		err = e.runReduce(ctx)
 	default:
 		err = fmt.Errorf("unknown task kind %q", t.Kind)
+	}
+	if acct != nil {
+		acct.killAll() // what the commands left running, before their files are read
 	}
 	e.endLocalDir(ctx)
 	e.res.Stderr = e.stderr.String()
@@ -178,6 +191,7 @@ type exec1 struct {
 	// localLog the directory below it whose files go to the job's log
 	// directory when the attempt ends (streamenv.go).
 	local, localLog string
+	localDir        *os.File // local, opened when it was made (localdir.go)
 	// scratch is the transaction of spill and merge files: never
 	// committed, so they cost no commit and vanish with it.
 	scratch  *client.Txn

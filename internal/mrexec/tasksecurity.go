@@ -148,6 +148,10 @@ func (j *jobClients) checkDelegated(pem []byte, t Task, peer *auth.Identity) (*a
 	if err != nil {
 		return nil, fmt.Errorf("the task's credential: %w", err)
 	}
+	// Verified first: the identity is then the verified chain's.
+	if err := cred.Verify(j.ca.CA); err != nil {
+		return nil, err
+	}
 	id := cred.Identity
 	switch {
 	case !id.Delegated:
@@ -158,9 +162,6 @@ func (j *jobClients) checkDelegated(pem []byte, t Task, peer *auth.Identity) (*a
 		return nil, fmt.Errorf("the task's credential is %s's, but an unauthenticated peer sent it", id.User)
 	case peer.User != id.User:
 		return nil, fmt.Errorf("the task's credential is %s's, but %s sent it", id.User, peer.User)
-	}
-	if err := cred.Verify(j.ca.CA); err != nil {
-		return nil, err
 	}
 	return cred, nil
 }

@@ -41,12 +41,20 @@ type TaskServer struct {
 	Token string
 	// User, if set, is the OS account task commands run as.
 	User *TaskUser
+	// Owner, if set, is the only PlasmaFS user whose tasks run here: a
+	// server that runs task commands as its own OS user (User nil) lets
+	// them read its credential and its memory (other jobs' delegated
+	// keys), which only the user it works for may have.
+	Owner string
 	// Credential is the task server's own (role taskserver): it serves TLS
 	// with it and checks delegated credentials against its CA.
 	Credential *auth.Credential
-	level      auth.Level
-	jobs       *jobClients
-	sem        chan struct{}
+	// OnRequest, if set, is told of every request by its route ("info",
+	// "task" or "other"), for metrics.
+	OnRequest func(route string)
+	level     auth.Level
+	jobs      *jobClients
+	sem       chan struct{}
 }
 
 // Info is a task server's answer to GET /info.
@@ -101,6 +109,9 @@ func (s *TaskServer) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if s.OnRequest != nil {
+		s.OnRequest(taskRoute(r.URL.Path))
+	}
 	if s.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.Token)) != 1 {
 		http.Error(rw, "missing or wrong task server token", http.StatusUnauthorized)
 		return
@@ -139,6 +150,13 @@ func (s *TaskServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 func (s *TaskServer) clientFor(ctx context.Context, t Task, peer *auth.Identity) (*client.Client, func(), error) {
 	if s.level == auth.None {
 		return s.C, func() {}, nil
+	}
+	if s.Owner != "" && (peer == nil || peer.User != s.Owner) {
+		who := "an unauthenticated peer"
+		if peer != nil {
+			who = peer.User
+		}
+		return nil, nil, fmt.Errorf("this task server runs tasks only of %s, not of %s: it is not run as root, so task commands would run as its own OS user and could read its credential and other jobs' keys (run it as root, or one task server per user)", s.Owner, who)
 	}
 	return s.jobs.acquire(ctx, t, peer)
 }
@@ -240,4 +258,16 @@ func (r *Remote) Run(ctx context.Context, t Task) (Result, error) {
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// taskRoute names a request's route for metrics (a fixed set: never a
+// client's path).
+func taskRoute(path string) string {
+	switch path {
+	case "/info":
+		return "info"
+	case "/task":
+		return "task"
+	}
+	return "other"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,9 @@ type TaskUser struct {
 	UID, GID uint32
 	// WorkBase is where the attempts' working directories go.
 	WorkBase string
+	// UIDs, if set, gives each attempt a uid of its own (taskuids.go);
+	// otherwise all run as UID and can reach each other's processes.
+	UIDs *UIDRange
 }
 
 // LookupTaskUser finds the OS account name (its primary group is the
@@ -39,18 +43,30 @@ func LookupTaskUser(name, workBase string) (*TaskUser, error) {
 	return &TaskUser{Name: name, UID: uint32(uid), GID: uint32(gid), WorkBase: workBase}, nil
 }
 
-// workDir makes an attempt's working directory, owned by the account
-// (0700).
-func (u *TaskUser) workDir(attempt string) (string, error) {
+// workDir makes an attempt's working directory and its log
+// subdirectory, both owned by the account (0700), and returns the
+// directory open (localdir.go). The log directory is made and given away
+// while the directory is still root's alone, so that no process of the
+// account can put a link where root changes an owner.
+func (u *TaskUser) workDir(attempt string) (*os.File, error) {
 	dir, err := os.MkdirTemp(u.WorkBase, "plasma-task-"+attempt+"-")
 	if err != nil {
-		return "", fmt.Errorf("task working directory: %w", err)
+		return nil, fmt.Errorf("task working directory: %w", err)
 	}
-	if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+	d, err := makeLocalLog(dir)
+	if err == nil {
+		if err = os.Lchown(filepath.Join(dir, localLogName), int(u.UID), int(u.GID)); err == nil {
+			err = d.Chown(int(u.UID), int(u.GID))
+		}
+		if err != nil {
+			d.Close()
+		}
+	}
+	if err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("task working directory %s: %w", dir, err)
+		return nil, fmt.Errorf("task working directory %s: %w", dir, err)
 	}
-	return dir, nil
+	return d, nil
 }
 
 // credential is what the commands run with: the account's uid and gid

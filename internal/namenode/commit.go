@@ -194,6 +194,7 @@ func (s nnStore) applied(batch []*commitReq) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.appliedSeq++
+	n.obs.batch(batch)
 	for _, r := range batch {
 		if r.tx == nil {
 			continue
@@ -214,11 +215,13 @@ func (s nnStore) sync() error {
 		return nil // nothing applied since the last sync
 	}
 	var err error
+	start := time.Now()
 	if n.ckpt != nil {
 		err = n.ckpt.sync()
 	} else {
 		err = n.cfg.Store.(meta.Syncer).Sync()
 	}
+	n.obs.fsync(start)
 	if err != nil {
 		return err
 	}

@@ -160,6 +160,7 @@ type Namenode struct {
 	// failure is set (to an error matching ErrStoreFailed) once the store
 	// failed; Serve returns it.
 	failure atomic.Pointer[error]
+	obs     *observer // metrics.go
 }
 
 // ErrStoreFailed is what Serve returns after the metadata store failed.
@@ -243,7 +244,8 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.gens.raise(firstGen)
 	n.ns = newNamespace(n.locks)
-	n.srv = &rpcServer{h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
+	n.obs = newObserver()
+	n.srv = &rpcServer{obs: n.obs, h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
 		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser),
 		listen: connlimit.Options{Name: "namenode", Log: n.log, PendingPerSource: cfg.MaxHandshakesPerSource,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -43,6 +44,7 @@ type rpcServer struct {
 
 	requests atomic.Uint64
 	perOp    [wire.NumOps]atomic.Uint64
+	obs      *observer // latencies and errors (metrics.go)
 }
 
 // requestHandler is what the server dispatches requests to.
@@ -267,9 +269,19 @@ func (srv *rpcServer) serveConn(c *conn) {
 			}
 			continue
 		}
+		if c.who.Expired(time.Now()) {
+			// The handshake checked the credential; a connection kept open
+			// past its end (a job's delegated credential lives hours) is
+			// served no more. Closing it aborts its transactions.
+			c.send(id, &wire.Response{Code: wire.ErrCodePerm, Msg: fmt.Sprintf("the credential of %s expired at %s: get a new one (a MapReduce job's delegated credential lasts its -credential-lifetime)",
+				c.who.User, c.who.Expires.UTC().Format(time.RFC3339))})
+			return
+		}
 		srv.requests.Add(1)
 		srv.perOp[q.Op].Add(1)
+		start := time.Now()
 		resp, err := srv.h.handleSafely(c, q)
+		srv.obs.request(q.Op, start)
 		var ra *retryAfter
 		if errors.As(err, &ra) {
 			if c.waiting.Add(1) <= maxWaiting {
@@ -307,6 +319,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 	}
 	if err != nil {
 		resp = toResponse(err)
+		srv.obs.refused(resp.Code)
 	} else if resp == nil {
 		resp = &wire.Response{}
 	}

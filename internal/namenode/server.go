@@ -3,6 +3,7 @@ package namenode
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -51,9 +52,10 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 		return
 	}
 	tx.committing = true
+	start := time.Now()
 	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c,
-		reply:  func(error) { c.sendAsync(id, resp) },
-		direct: func() { c.send(id, resp) }}
+		reply:  func(error) { n.obs.committed(async, start); c.sendAsync(id, resp) },
+		direct: func() { n.obs.committed(async, start); c.send(id, resp) }}
 	n.mu.Unlock()
 	n.cm.submit(req, c)
 }

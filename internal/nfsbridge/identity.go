@@ -22,6 +22,9 @@ type Options struct {
 	// AnonUID and AnonGID are the anonymous identity's ids; 0 stands for
 	// vfs.Nobody (the anonymous identity is never root).
 	AnonUID, AnonGID uint32
+	// OnCall, if set, is told of every RPC call by its procedure's name
+	// (metrics.go), for metrics.
+	OnCall func(proc string)
 }
 
 // caller is who the bridge serves a call for: the AUTH_UNIX ids, or the
@@ -33,6 +36,10 @@ type caller struct {
 	// an owner name without a local id also maps to vfs.Nobody, and the
 	// anonymous identity must not own every such file.
 	anon bool
+	// anonGroup: gid is the anonymous group (squashed, or claimed as
+	// vfs.Nobody), which is in the group of a file by name only, for the
+	// same reason.
+	anonGroup bool
 }
 
 // root reports whether c has root's rights.
@@ -64,17 +71,19 @@ func (id identity) anonymous() caller {
 // callerOf maps a call's credential to the caller it is served as: no
 // AUTH_UNIX credential (AUTH_NULL or a flavor the bridge cannot read) is
 // anonymous, as with knfsd; so is every caller with AllSquash, and uid 0
-// unless NoRootSquash (gid 0 alone becomes the anonymous group).
+// unless NoRootSquash (gid 0 alone becomes the anonymous group). A claim
+// of uid or gid vfs.Nobody is anonymous too: that is the id of every
+// owner and group without a local id, whose files it would otherwise own.
 func (id identity) callerOf(u *authUnix) caller {
 	switch {
-	case u == nil, id.opt.AllSquash:
+	case u == nil, id.opt.AllSquash, u.uid == vfs.Nobody:
 		return id.anonymous()
 	case u.uid == 0 && !id.opt.NoRootSquash:
 		return id.anonymous()
 	}
 	c := caller{uid: u.uid, gid: u.gid}
-	if c.gid == 0 && !id.opt.NoRootSquash {
-		c.gid = id.opt.AnonGID
+	if c.gid == 0 && !id.opt.NoRootSquash || c.gid == vfs.Nobody {
+		c.gid, c.anonGroup = id.opt.AnonGID, true
 	}
 	return c
 }
@@ -112,12 +121,16 @@ func (b *Bridge) owns(c caller, a vfs.Attr) bool {
 // kernel checks for NFS callers, as one does for the FUSE mount).
 func (b *Bridge) access(ctx context.Context, ino uint64, mask uint32) error {
 	c := b.callerIn(ctx)
-	if !c.anon {
-		return b.v.Access(ctx, ino, mask, c.uid, []uint32{c.gid})
-	}
 	a, err := b.v.GetAttr(ctx, ino)
 	if err != nil {
 		return err
+	}
+	if !c.anon {
+		var gids []uint32
+		if !c.anonGroup || a.Group == b.id.anonGroup {
+			gids = []uint32{c.gid}
+		}
+		return b.v.Access(ctx, ino, mask, c.uid, gids)
 	}
 	if mask&mayWrite != 0 && b.v.ReadOnly() {
 		return vfs.ErrReadOnly

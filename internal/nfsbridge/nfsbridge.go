@@ -5,12 +5,15 @@
 // # File handles
 //
 // A handle is the inode number (plus the inode of the directory it was
-// found in, for LOOKUP ".."): inode numbers are never reused, so handles
-// survive a restart of the bridge and any rename, of the file or of an
-// ancestor, by any client. go-nfs addresses everything by path: the
-// paths it hands the billy filesystem start with an inode component
-// ("\x00" + decimal inode number, which no name can contain), from which
-// the remaining names are looked up, so no request resolves a full path.
+// found in, for LOOKUP ".."), with a MAC when the bridge has a
+// credential, so that clients use only handles it gave out: inode numbers
+// are never reused, so handles survive a restart of the bridge (with the
+// same credential) and any rename, of the file or of an ancestor, by any
+// client. go-nfs addresses everything by path: the paths it hands the
+// billy filesystem start with an inode component ("\x00" + decimal inode
+// number, which no name can contain, and a LOOKUP of such a name is
+// refused before go-nfs sees it), from which the remaining names are
+// looked up, so no request resolves a full path.
 //
 // # Semantics
 //
@@ -76,6 +79,10 @@ package nfsbridge
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -103,13 +110,16 @@ import (
 type Bridge struct {
 	v    *vfs.VFS
 	root uint64 // inode of the export
-	fs   *billyFS
-	id   identity // who callers are served as
+	// handleKey: the key of the handles' MACs (nil: handles carry none).
+	handleKey []byte
+	fs        *billyFS
+	id        identity // who callers are served as
 
 	// async: the VFS commits metadata operations Async (plasma nfs
 	// -async); otherwise each is durable before the reply.
-	async bool
-	open  *openFiles
+	async  bool
+	open   *openFiles
+	onCall func(proc string) // Options.OnCall
 
 	mu        sync.Mutex
 	verifiers map[uint64]listing // readdir listings by cookie verifier
@@ -134,7 +144,8 @@ func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, er
 	if !a.IsDir() {
 		return nil, fmt.Errorf("export %s: not a directory", export)
 	}
-	b := &Bridge{v: v, root: a.Ino, id: newIdentity(v, o), verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles()}
+	b := &Bridge{v: v, root: a.Ino, handleKey: handleKeyOf(v), id: newIdentity(v, o), verifiers: map[uint64]listing{}, async: !v.Durable(), open: newOpenFiles(),
+		onCall: o.OnCall}
 	b.fs = &billyFS{b: b}
 	return b, nil
 }
@@ -142,7 +153,7 @@ func New(ctx context.Context, v *vfs.VFS, export string, o Options) (*Bridge, er
 // Serve serves NFSv3 and MOUNT on l until l is closed.
 // Files it holds open (and UNSTABLE writes) are committed when it returns.
 func (b *Bridge) Serve(l net.Listener) error {
-	ic := &interceptor{route: b.route}
+	ic := &interceptor{route: b.countedRoute}
 	// connlimit's listener outlasts running out of file descriptors (on
 	// which go-nfs would return) and bounds idle and slow peers.
 	err := nfs.Serve(ic.listener(connlimit.Listen(l, connlimit.Options{Name: "nfs"})), &handler{b: b})
@@ -154,22 +165,64 @@ func (b *Bridge) Serve(l net.Listener) error {
 
 const handleVersion = 1
 
-// A handle is 20 bytes: version, 3 zero bytes, inode, parent inode. Its
-// length is a multiple of 4 on purpose: go-nfs v0.0.4 does not skip the
-// XDR padding of a handle, so the arguments after a handle of another
-// length are read from the wrong place (ACCESS then grants nothing).
-const handleLen = 20
+// A handle is 20 bytes: version, 3 zero bytes, inode, parent inode, and
+// when the bridge has a credential 8 more: a MAC of the 20 under a key
+// derived from its private key, so that a client cannot make up the
+// handle of an inode it was not given (outside the export, or below a
+// directory it may not search); handles survive a restart with the same
+// credential. Its length is a multiple of 4 on purpose: go-nfs v0.0.4
+// does not skip the XDR padding of a handle, so the arguments after a
+// handle of another length are read from the wrong place (ACCESS then
+// grants nothing).
+const (
+	handleLen = 20
+	handleMAC = 8
+)
 
-func encodeHandle(ino, parent uint64) []byte {
-	h := make([]byte, handleLen)
+// handleKeyOf is the key of the handles' MACs: derived from the private
+// key of v's credential; nil without one (security level none, where
+// nothing stops a client of this machine from reading anything anyway).
+func handleKeyOf(v *vfs.VFS) []byte {
+	cred := v.Client().Credential()
+	if cred == nil {
+		return nil
+	}
+	k, ok := cred.Cert.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil
+	}
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil
+	}
+	m := hmac.New(sha256.New, der)
+	m.Write([]byte("plasma nfs file handles"))
+	return m.Sum(nil)
+}
+
+func (b *Bridge) handleMAC(h []byte) []byte {
+	m := hmac.New(sha256.New, b.handleKey)
+	m.Write(h[:handleLen])
+	return m.Sum(nil)[:handleMAC]
+}
+
+func (b *Bridge) encodeHandle(ino, parent uint64) []byte {
+	h := make([]byte, handleLen, handleLen+handleMAC)
 	h[0] = handleVersion
 	binary.BigEndian.PutUint64(h[4:], ino)
 	binary.BigEndian.PutUint64(h[12:], parent)
+	if b.handleKey != nil {
+		h = append(h, b.handleMAC(h)...)
+	}
 	return h
 }
 
-func decodeHandle(h []byte) (ino, parent uint64, err error) {
-	if len(h) != handleLen || h[0] != handleVersion {
+func (b *Bridge) decodeHandle(h []byte) (ino, parent uint64, err error) {
+	n := handleLen
+	if b.handleKey != nil {
+		n += handleMAC
+	}
+	if len(h) != n || h[0] != handleVersion || b.handleKey != nil && !hmac.Equal(h[handleLen:], b.handleMAC(h)) {
 		return 0, 0, errors.New("not a PlasmaFS file handle")
 	}
 	return binary.BigEndian.Uint64(h[4:]), binary.BigEndian.Uint64(h[12:]), nil
@@ -215,24 +268,24 @@ func (h *handler) FSStat(ctx context.Context, fs billy.Filesystem, s *nfs.FSStat
 // ToHandle encodes the inode a path names.
 func (h *handler) ToHandle(fs billy.Filesystem, p []string) []byte {
 	if len(p) == 0 {
-		return encodeHandle(h.b.root, h.b.root)
+		return h.b.encodeHandle(h.b.root, h.b.root)
 	}
 	ctx := context.Background()
 	parent, err := h.b.resolve(ctx, p[:len(p)-1])
 	if err != nil {
-		return encodeHandle(0, 0)
+		return h.b.encodeHandle(0, 0)
 	}
 	ino, err := h.b.step(ctx, parent, p[len(p)-1])
 	if err != nil {
-		return encodeHandle(0, 0)
+		return h.b.encodeHandle(0, 0)
 	}
-	return encodeHandle(ino, parent)
+	return h.b.encodeHandle(ino, parent)
 }
 
 // FromHandle returns the inode path of a handle: [] for the export,
 // [parent, ino] otherwise (so that LOOKUP ".." finds the parent).
 func (h *handler) FromHandle(fh []byte) (billy.Filesystem, []string, error) {
-	ino, parent, err := decodeHandle(fh)
+	ino, parent, err := h.b.decodeHandle(fh)
 	if err != nil || ino == 0 {
 		return nil, nil, errors.New("stale file handle")
 	}

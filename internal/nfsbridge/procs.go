@@ -1,6 +1,7 @@
 package nfsbridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -71,7 +72,7 @@ func (b *Bridge) route(h rpcCallHeader) procHandler {
 		case procCreate:
 			return b.bind(h, b.nfsCreate)
 		case procLookup:
-			return b.bind(h, b.checkDir(mayExec))
+			return b.bind(h, b.checkLookup)
 		case procReadDir, procReadDirPlus:
 			return b.bind(h, b.checkDir(mayRead))
 		case procMkdir:
@@ -155,6 +156,25 @@ func (b *Bridge) checkDir(mask uint32) func(ctx context.Context, args []byte) ([
 		}
 		return nil, acceptForward
 	}
+}
+
+// checkLookup refuses LOOKUP of a name no entry can have ("/" or NUL in
+// it): go-nfs joins the name into the path the bridge resolves, where
+// "\x00" + digits names an inode (inoComponent) and "/" separates
+// names, which would reach inodes outside the export or below
+// directories the caller may not search. Others go on to checkDir.
+func (b *Bridge) checkLookup(ctx context.Context, args []byte) ([]byte, uint32) {
+	d := xdrDecoder{b: args}
+	fh := d.opaque()
+	name := d.opaque()
+	if d.err == nil && bytes.ContainsAny(name, "/\x00") {
+		dir, _ := b.inoOf(fh)
+		var e xdrEncoder
+		e.u32(uint32(nfs.NFSStatusNoEnt))
+		nfs.WritePostOpAttrs(&e, b.attrs(ctx, dir))
+		return e.b, acceptSuccess
+	}
+	return b.checkDir(mayExec)(ctx, args)
 }
 
 // mayChangeEntry checks that the caller may add or remove name in dir:
@@ -277,7 +297,7 @@ var (
 
 // inoOf returns the inode a handle names.
 func (b *Bridge) inoOf(fh []byte) (uint64, error) {
-	ino, _, err := decodeHandle(fh)
+	ino, _, err := b.decodeHandle(fh)
 	if err != nil {
 		return 0, errBadHandle
 	}
@@ -916,7 +936,7 @@ func (b *Bridge) newEntryReply(ctx context.Context, dir uint64, err error, mk fu
 	e.u32(statusOf(err))
 	if err == nil {
 		e.u32(1) // handle follows
-		e.opaque(encodeHandle(ino, dir))
+		e.opaque(b.encodeHandle(ino, dir))
 		nfs.WritePostOpAttrs(&e, b.attrs(ctx, ino))
 	}
 	nfs.WriteWcc(&e, preOp(pre), b.attrs(ctx, dir))

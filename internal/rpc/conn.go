@@ -236,6 +236,13 @@ func (c *Conn) call(ctx context.Context, q *wire.Request, count bool) (*wire.Res
 	}
 }
 
+// Broken reports whether the connection has failed or been closed.
+func (c *Conn) Broken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
 // Close closes the connection; the namenode aborts its open transactions.
 func (c *Conn) Close() error {
 	c.fail(fmt.Errorf("%w: %s", ErrClosed, c.addr))

@@ -90,10 +90,17 @@ type Supervisor struct {
 	exits   chan exitEvent // a member's process ended
 	restart chan *Member   // a member's backoff is over
 	done    chan struct{}  // closed when stopping: no more restarts
+
+	// MemberArgs, if set, completes a member's arguments when it is added
+	// (cluster up gives each member its admin port this way).
+	MemberArgs func(name, kind string, args []string) []string
 }
 
 // Add adds a member (not started yet) whose log is DIR/NAME.log.
 func (sv *Supervisor) Add(name, kind string, args []string) *Member {
+	if sv.MemberArgs != nil {
+		args = sv.MemberArgs(name, kind, args)
+	}
 	m := &Member{Name: name, Kind: kind, Log: filepath.Join(sv.dir, name+".log"), Args: args, backoff: newRestartBackoff(sv.policy, time.Now)}
 	sv.members = append(sv.members, m)
 	return m

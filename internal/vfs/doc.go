@@ -16,6 +16,17 @@
 // An operation that meets another transaction's lock is tried again with
 // backoff for a few seconds, then fails with EBUSY.
 //
+// # A namenode restart
+//
+// Every operation waits for a namenode it lost (up to unreachableWait),
+// as an NFS hard mount does. Metadata operations are sent again; one whose
+// answer was lost and that finds its change made (the name there, or gone)
+// counts as done. An open file whose transaction the namenode lost opens
+// again in a new one, which makes the lost one's writes and size changes
+// again (up to maxRedo bytes of writes since the last commit; beyond that
+// they are lost, EIO); a commit whose answer was lost is made again too
+// (the same changes over the version committed since give the same file).
+//
 // # Open files
 //
 // All handles of one regular file in one VFS share one state (as the

@@ -1,9 +1,12 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"syscall"
@@ -37,7 +40,28 @@ type fileState struct {
 	mtime  time.Time // of the last uncommitted write
 	gone   bool      // could not be opened again: ErrStale
 	attr   Attr      // attributes when pinned (shown once the file has no name)
+
+	// redo lists the transaction's writes and size changes, to be made
+	// again in a new transaction when the namenode loses this one (a
+	// restart): up to maxRedo bytes of writes, beyond which redoFull is
+	// set and losing the transaction loses them (EIO).
+	redo      []change
+	redoBytes int
+	redoFull  bool
+	// lostErr: uncommitted writes were lost (redoFull); every operation
+	// fails with it until a commit (close, fsync) reports it.
+	lostErr error
 }
+
+// change is a write (data at off) or, with data nil, a size change to off.
+type change struct {
+	off  int64
+	data []byte
+}
+
+// maxRedo bounds the uncommitted writes a file keeps a copy of to make
+// again after a namenode restart.
+const maxRedo = 64 << 20
 
 // state returns the open-file state of ino with a reference, or nil.
 func (v *VFS) state(ino uint64) *fileState {
@@ -94,6 +118,9 @@ func (st *fileState) open() error {
 	if st.gone {
 		return ErrStale
 	}
+	if st.lostErr != nil {
+		return st.lostErr
+	}
 	tx, err := st.v.c.Begin(st.v.bg)
 	if err != nil {
 		return err
@@ -109,41 +136,164 @@ func (st *fileState) open() error {
 		}
 		return err
 	}
+	for _, ch := range st.redo {
+		if err := ch.apply(f); err != nil {
+			tx.Abort(context.Background())
+			return fmt.Errorf("making uncommitted writes again after the namenode lost them: %w", err)
+		}
+	}
 	st.tx, st.f = tx, f
 	return nil
+}
+
+func (ch change) apply(f *client.File) error {
+	if ch.data == nil {
+		return f.Truncate(ch.off)
+	}
+	_, err := f.WriteAt(ch.data, ch.off)
+	return err
+}
+
+// record notes a change made in the transaction, for redoing it in a new
+// one. Called with st.mu held exclusively.
+func (st *fileState) record(ch change) {
+	if st.redoFull {
+		return
+	}
+	if ch.data != nil {
+		ch.data = bytes.Clone(ch.data)
+		st.redoBytes += len(ch.data)
+	}
+	st.redo = append(st.redo, ch)
+	if st.redoBytes > maxRedo {
+		st.redo, st.redoBytes, st.redoFull = nil, 0, true
+	}
+}
+
+// forget ends what the state keeps of its transaction's changes (it
+// committed, or was given up). Called with st.mu held exclusively.
+func (st *fileState) forget() {
+	st.dirty = false
+	st.redo, st.redoBytes, st.redoFull = nil, 0, false
+}
+
+// lost reports whether err (of an operation in tx) comes from the
+// namenode losing the transaction (a restart, a broken connection), or
+// from a namenode just restarted to which the datanodes have not
+// registered again yet (no live datanode to allocate blocks on): the
+// transaction is to be given up and its changes made again in a new one.
+func (st *fileState) lost(tx *client.Txn, err error) bool {
+	if client.ConnLost(err) || st.v.datanodesReturning(err) {
+		return true
+	}
+	var answer *client.Error
+	if errors.As(err, &answer) && !errors.Is(err, client.ErrTxn) {
+		// The namenode answered (a conflict, say): that stands, whatever
+		// happened to the connection since.
+		return false
+	}
+	return tx != nil && tx.Lost()
+}
+
+// run opens the file (see open) and runs fn on it. When the namenode loses
+// the transaction meanwhile (it restarted), the state waits for it, opens
+// the file in a new transaction, makes the lost one's changes again and
+// runs fn again, up to unreachableWait; fn must be safe to run again. A
+// transaction whose changes were too many to keep (maxRedo) is not made
+// again: the error is returned. Called with st.mu held exclusively.
+func (st *fileState) run(ctx context.Context, fn func() error) error {
+	var down time.Time
+	for {
+		err := st.open()
+		tx := st.tx
+		if err == nil {
+			err = fn()
+		}
+		if err == nil || !st.lost(tx, err) || ctx.Err() != nil {
+			return err
+		}
+		if st.dirty && st.redoFull {
+			st.drop()
+			st.lostErr = fmt.Errorf("uncommitted writes of inode %d (more than %d MiB since the last close or fsync) were lost with the namenode connection: %w", st.ino, maxRedo>>20, err)
+			return st.lostErr
+		}
+		if down.IsZero() {
+			down = time.Now()
+		} else if time.Since(down) >= unreachableWait {
+			return fmt.Errorf("namenode not reachable for %v: %w", unreachableWait, err)
+		}
+		st.drop()
+		t := time.NewTimer(10*time.Millisecond + rand.N(10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// drop gives up the state's transaction, which the namenode has lost;
+// its changes stay recorded. Called with st.mu held exclusively.
+func (st *fileState) drop() {
+	if st.tx == nil {
+		return
+	}
+	tx, f := st.tx, st.f
+	st.tx, st.f = nil, nil
+	f.Close()
+	tx.Abort(context.Background())
 }
 
 // commit commits the state's transaction (durably if durable, else
 // Async). Called with st.mu held exclusively. The next read or write
 // begins a new transaction, which sees the latest committed data.
+//
+// A commit the namenode lost (or whose answer was lost: it may have been
+// made) is made again in a new transaction: the same writes and size
+// changes over the version committed since give the same file.
 func (st *fileState) commit(ctx context.Context, durable bool) error {
-	if st.tx == nil {
+	if st.tx == nil && !st.dirty {
 		return nil
 	}
-	tx, f := st.tx, st.f
-	st.tx, st.f, st.dirty = nil, nil, false
 	defer st.v.invalidate(st.ino)
-	// The commit writes what the file buffers and attaches it with the
-	// commit itself (one round trip); the file is closed after.
-	defer f.Close()
-	if durable || st.v.opt.Sync {
-		return tx.Commit(ctx)
+	if err := st.lostErr; err != nil {
+		st.lostErr = nil
+		st.forget()
+		return err
 	}
-	return tx.CommitAsync(ctx)
+	return st.run(ctx, func() error {
+		tx, f := st.tx, st.f
+		var err error
+		if durable || st.v.opt.Sync {
+			err = tx.Commit(ctx)
+		} else {
+			err = tx.CommitAsync(ctx)
+		}
+		// The commit wrote what the file buffered and attached it with
+		// the commit itself (one round trip); the file is closed after.
+		f.Close()
+		st.tx, st.f = nil, nil
+		if err == nil || !st.lost(tx, err) {
+			st.forget()
+		}
+		return err
+	})
 }
 
 // end ends the transaction: committed if it wrote, else aborted. Called
 // with st.mu held exclusively.
 func (st *fileState) end(ctx context.Context) error {
-	if st.tx == nil {
-		return nil
-	}
 	if st.dirty {
 		return st.commit(ctx, false)
+	}
+	if st.tx == nil {
+		return nil
 	}
 	tx := st.tx
 	st.f.Close()
 	st.tx, st.f = nil, nil
+	st.forget()
 	tx.Abort(ctx)
 	return nil
 }
@@ -158,7 +308,7 @@ func (st *fileState) pin(ctx context.Context, a Attr) error {
 			return err
 		}
 	}
-	if err := st.open(); err != nil {
+	if err := st.run(ctx, func() error { return nil }); err != nil {
 		return err
 	}
 	st.pinned, st.attr = true, a
@@ -168,16 +318,23 @@ func (st *fileState) pin(ctx context.Context, a Attr) error {
 func (st *fileState) truncate(ctx context.Context, size int64) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := st.open(); err != nil {
+	if err := st.truncateLocked(ctx, size); err != nil {
 		return err
 	}
-	if err := st.f.Truncate(size); err != nil {
-		return err
-	}
-	st.dirty, st.mtime = true, time.Now()
 	if st.v.opt.Sync {
 		return st.commit(ctx, true)
 	}
+	return nil
+}
+
+// truncateLocked changes the size in the state's transaction. Called with
+// st.mu held exclusively.
+func (st *fileState) truncateLocked(ctx context.Context, size int64) error {
+	if err := st.run(ctx, func() error { return st.f.Truncate(size) }); err != nil {
+		return err
+	}
+	st.record(change{off: size})
+	st.dirty, st.mtime = true, time.Now()
 	return nil
 }
 
@@ -302,7 +459,9 @@ func (v *VFS) Create(ctx context.Context, dir uint64, name string, mode uint32, 
 	if errors.Is(err, client.ErrExists) {
 		v.names.note(dir, name)
 	}
-	if errors.Is(err, client.ErrExists) && flags&os.O_EXCL == 0 {
+	// An exclusive create whose first attempt's answer was lost with the
+	// namenode connection may have made the file it finds: it opens it.
+	if errors.Is(err, client.ErrExists) && (flags&os.O_EXCL == 0 || errLostOutcome(err)) {
 		if a, err = v.Lookup(ctx, dir, name); err != nil {
 			return Attr{}, 0, err
 		}
@@ -344,11 +503,9 @@ func (v *VFS) Open(ctx context.Context, ino uint64, flags int) (uint64, error) {
 	var err error
 	switch {
 	case flags&os.O_TRUNC != 0 && write:
-		if err = st.open(); err == nil {
-			if st.f.Size() != 0 {
-				err = st.f.Truncate(0)
-				st.dirty, st.mtime = true, time.Now()
-			}
+		var size int64
+		if err = st.run(ctx, func() error { size = st.f.Size(); return nil }); err == nil && size != 0 {
+			err = st.truncateLocked(ctx, 0)
 		}
 	case !st.dirty && !st.pinned && st.tx != nil:
 		// Close-to-open consistency: a new open sees the latest
@@ -373,28 +530,37 @@ func (v *VFS) Read(ctx context.Context, fh uint64, p []byte, off int64) (int, er
 	if h.st == nil {
 		return 0, syscall.EISDIR
 	}
-	return h.st.read(p, off)
+	return h.st.read(ctx, p, off)
 }
 
-func (st *fileState) read(p []byte, off int64) (int, error) {
-	for {
-		st.mu.RLock()
-		if st.f != nil {
-			n, err := st.f.ReadAt(p, off)
-			st.mu.RUnlock()
-			if err == io.EOF {
-				err = nil
-			}
+func (st *fileState) read(ctx context.Context, p []byte, off int64) (int, error) {
+	st.mu.RLock()
+	if st.f != nil {
+		tx := st.tx
+		n, err := st.f.ReadAt(p, off)
+		st.mu.RUnlock()
+		if err == io.EOF {
+			err = nil
+		}
+		if err == nil || !st.lost(tx, err) {
 			return n, err
 		}
+	} else {
 		st.mu.RUnlock()
-		st.mu.Lock()
-		err := st.open()
-		st.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
 	}
+	// Not open yet, or its transaction lost with the namenode: open (again).
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var n int
+	err := st.run(ctx, func() error {
+		var err error
+		n, err = st.f.ReadAt(p, off)
+		if err == io.EOF {
+			err = nil
+		}
+		return err
+	})
+	return n, err
 }
 
 // Write writes p to file handle fh at off (at the end of the file for a
@@ -414,14 +580,17 @@ func (v *VFS) Write(ctx context.Context, fh uint64, p []byte, off int64) (int, e
 	st := h.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := st.open(); err != nil {
-		return 0, err
-	}
-	if h.append {
-		off = st.f.Size()
-	}
-	n, err := st.f.WriteAt(p, off)
+	var n int
+	err = st.run(ctx, func() error {
+		if h.append {
+			off = st.f.Size()
+		}
+		var err error
+		n, err = st.f.WriteAt(p, off)
+		return err
+	})
 	if n > 0 {
+		st.record(change{off: off, data: p[:n]})
 		st.dirty, st.mtime = true, time.Now()
 	}
 	if err == nil && v.opt.Sync && !v.opt.WriteBack {
@@ -465,11 +634,11 @@ func (v *VFS) Fsync(ctx context.Context, fh uint64) error {
 			return err
 		}
 	}
-	return v.c.Sync(ctx)
+	return v.syncNamenode(ctx)
 }
 
 // FsyncDir makes every metadata change acknowledged before it durable.
-func (v *VFS) FsyncDir(ctx context.Context) error { return v.c.Sync(ctx) }
+func (v *VFS) FsyncDir(ctx context.Context) error { return v.syncNamenode(ctx) }
 
 // Release closes handle fh. The last handle of a file ends its
 // transaction.

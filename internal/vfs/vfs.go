@@ -261,24 +261,51 @@ func (v *VFS) durability() client.Durability {
 // seconds in all) before it fails with EBUSY.
 const conflictRetries = 200
 
-// unreachableWait bounds how long a metadata operation waits for an
-// unreachable namenode (one restarting: its supervisor's back-off, loading
-// and replaying the log) before it fails with EIO.
+// unreachableWait bounds how long an operation waits for a namenode it
+// lost (one restarting: its supervisor's back-off, loading and replaying
+// the log, the datanodes registering again) before it fails with EIO.
 const unreachableWait = 30 * time.Second
 
 // auto runs fn in a transaction that commits with its one request
 // (Client.Auto), again while it conflicts with another transaction, and
-// while the namenode cannot be reached (the request was not carried out),
-// up to unreachableWait: a namenode restart is waited out as an NFS hard
-// mount would, not turned into errors.
+// while the namenode connection is lost (see waitNamenode): a namenode
+// restart is waited out as an NFS hard mount would, not turned into
+// errors.
 func (v *VFS) auto(ctx context.Context, fn func(tx *client.Txn) error) error {
+	return v.waitNamenode(ctx, func() error { return fn(v.c.Auto(v.durability())) })
+}
+
+// waitNamenode runs fn, again while it fails with another transaction's
+// lock (up to conflictRetries times) or because the namenode connection
+// was lost (client.ConnLost: a new connection is made by the next
+// request), up to unreachableWait from the first loss; then the error is
+// returned.
+//
+// fn must be safe to run again after a lost connection. A change whose
+// request was sent when the connection broke may have been made: an
+// attempt after it that finds the change done already (the name exists,
+// or is gone) fails with an error that matches errLostOutcome, for the
+// caller to judge.
+func (v *VFS) waitNamenode(ctx context.Context, fn func() error) error {
 	delay := 100 * time.Microsecond
 	var down time.Time // when the namenode was first found unreachable
 	conflicts := 0
+	maybeDone := false // an attempt whose outcome is unknown was made
 	for {
-		err := fn(v.c.Auto(v.durability()))
+		err := fn()
 		switch {
-		case client.Unreachable(err) && ctx.Err() == nil:
+		case client.ConnLost(err) && ctx.Err() == nil:
+			if down.IsZero() {
+				down = time.Now()
+			}
+			if time.Since(down) >= unreachableWait {
+				return fmt.Errorf("namenode not reachable for %v: %w", unreachableWait, err)
+			}
+			maybeDone = maybeDone || !client.Unreachable(err)
+			delay = max(delay, 10*time.Millisecond)
+		case errors.Is(err, client.ErrConflict) && conflicts < conflictRetries:
+			conflicts++
+		case v.datanodesReturning(err) && ctx.Err() == nil:
 			if down.IsZero() {
 				down = time.Now()
 			}
@@ -286,8 +313,8 @@ func (v *VFS) auto(ctx context.Context, fn func(tx *client.Txn) error) error {
 				return err
 			}
 			delay = max(delay, 10*time.Millisecond)
-		case errors.Is(err, client.ErrConflict) && conflicts < conflictRetries:
-			conflicts++
+		case maybeDone && (errors.Is(err, client.ErrExists) || errors.Is(err, client.ErrNotFound)):
+			return &lostOutcomeError{err}
 		default:
 			return err
 		}
@@ -300,6 +327,27 @@ func (v *VFS) auto(ctx context.Context, fn func(tx *client.Txn) error) error {
 		}
 		delay = min(2*delay, 20*time.Millisecond)
 	}
+}
+
+// datanodesReturning reports whether err is the refusal of a namenode
+// reconnected to lately (a restart) that does not know enough datanodes
+// yet: they register again within a few heartbeats.
+func (v *VFS) datanodesReturning(err error) bool {
+	return errors.Is(err, client.ErrUnavailable) && time.Since(v.c.ReconnectedAt()) < unreachableWait
+}
+
+// lostOutcomeError is an error of an attempt made after one whose outcome
+// the lost namenode connection hid: the earlier one may have done what
+// this one found done already.
+type lostOutcomeError struct{ err error }
+
+func (e *lostOutcomeError) Error() string { return e.err.Error() }
+func (e *lostOutcomeError) Unwrap() error { return e.err }
+
+// errLostOutcome reports whether err is a lostOutcomeError.
+func errLostOutcome(err error) bool {
+	var e *lostOutcomeError
+	return errors.As(err, &e)
 }
 
 func (v *VFS) writable() error {
@@ -588,6 +636,9 @@ func (v *VFS) Mkdir(ctx context.Context, dir uint64, name string, mode uint32) (
 		a, err = v.ownedBy(ctx, tx).MkdirAt(ctx, dir, name, client.UnixMode(m))
 		return err
 	})
+	if errLostOutcome(err) {
+		a, err = v.madeAlready(ctx, dir, name, err, func(a Attr) bool { return a.IsDir() })
+	}
 	if err != nil {
 		return Attr{}, err
 	}
@@ -611,6 +662,23 @@ func (v *VFS) setMode(ctx context.Context, ino uint64, mode uint32) (Attr, error
 	return a, err
 }
 
+// madeAlready returns the attributes of name in dir if they pass made:
+// the name an attempt whose answer was lost made (err, the error of the
+// attempt after it, otherwise).
+func (v *VFS) madeAlready(ctx context.Context, dir uint64, name string, err error, made func(Attr) bool) (Attr, error) {
+	v.dropEntry(dir, name)
+	var a Attr
+	lerr := v.auto(ctx, func(tx *client.Txn) error {
+		var err error
+		a, err = tx.LookupAt(ctx, dir, name)
+		return err
+	})
+	if lerr != nil || !made(a) {
+		return Attr{}, err
+	}
+	return a, nil
+}
+
 // created records a new name in the caches.
 func (v *VFS) created(dir uint64, name string, a Attr) {
 	v.names.note(dir, name)
@@ -630,6 +698,9 @@ func (v *VFS) Symlink(ctx context.Context, dir uint64, name, target string) (Att
 		a, err = v.ownedBy(ctx, tx).SymlinkAt(ctx, target, dir, name)
 		return err
 	})
+	if errLostOutcome(err) {
+		a, err = v.madeAlready(ctx, dir, name, err, func(a Attr) bool { return a.Type == client.TypeSymlink && a.Target == target })
+	}
 	if err != nil {
 		return Attr{}, err
 	}
@@ -668,6 +739,9 @@ func (v *VFS) Mknod(ctx context.Context, dir uint64, name string, mode uint32, r
 		a, err = v.ownedBy(ctx, tx).MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
 		return err
 	})
+	if errLostOutcome(err) {
+		a, err = v.madeAlready(ctx, dir, name, err, func(a Attr) bool { return a.Type == typ && a.Rdev == rdev })
+	}
 	if err != nil {
 		return Attr{}, err
 	}
@@ -701,6 +775,9 @@ func (v *VFS) Link(ctx context.Context, ino, dir uint64, name string) (Attr, err
 		a, err = tx.LinkAt(ctx, ino, dir, name)
 		return err
 	})
+	if errLostOutcome(err) {
+		a, err = v.madeAlready(ctx, dir, name, err, func(a Attr) bool { return a.Ino == ino })
+	}
 	if err != nil {
 		return Attr{}, err
 	}
@@ -722,6 +799,9 @@ func (v *VFS) Unlink(ctx context.Context, dir uint64, name string) error {
 		ino, _ = v.cachedEntry(dir, name)
 	}
 	err = v.auto(ctx, func(tx *client.Txn) error { return tx.UnlinkAt(ctx, dir, name) })
+	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
+		err = nil // the attempt whose answer was lost removed it
+	}
 	v.dropEntry(dir, name)
 	v.invalidate(dir, ino)
 	return err
@@ -740,6 +820,9 @@ func (v *VFS) Rmdir(ctx context.Context, dir uint64, name string) error {
 	}
 	ino, _ := v.cachedEntry(dir, name)
 	err := v.auto(ctx, func(tx *client.Txn) error { return tx.RmdirAt(ctx, dir, name) })
+	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
+		err = nil // the attempt whose answer was lost removed it
+	}
 	v.dropEntry(dir, name)
 	v.invalidate(dir, ino)
 	return err
@@ -777,6 +860,12 @@ func (v *VFS) Rename(ctx context.Context, sdir uint64, sname string, ddir uint64
 	err := v.auto(ctx, func(tx *client.Txn) error {
 		return tx.RenameAt(ctx, sdir, sname, ddir, dname, client.RenameOptions{NoReplace: flags&RenameNoReplace != 0})
 	})
+	if errLostOutcome(err) && src != 0 {
+		// The attempt whose answer was lost may have moved it.
+		if _, err2 := v.madeAlready(ctx, ddir, dname, err, func(a Attr) bool { return a.Ino == src }); err2 == nil {
+			err = nil
+		}
+	}
 	// And again now: a lease granted while the rename was on its way may
 	// list ddir without it.
 	v.names.note(ddir, dname)
@@ -820,7 +909,12 @@ type StatFS struct {
 
 // StatFS returns filesystem totals.
 func (v *VFS) StatFS(ctx context.Context) (StatFS, error) {
-	s, err := v.c.FsStat(ctx)
+	var s client.FsStat
+	err := v.waitNamenode(ctx, func() error {
+		var err error
+		s, err = v.c.FsStat(ctx)
+		return err
+	})
 	if err != nil {
 		return StatFS{}, err
 	}
@@ -846,8 +940,13 @@ func (v *VFS) Sync(ctx context.Context) error {
 		st.mu.Unlock()
 		v.unref(st)
 	}
-	errs = append(errs, v.c.Sync(ctx))
+	errs = append(errs, v.syncNamenode(ctx))
 	return errors.Join(errs...)
+}
+
+// syncNamenode waits until every commit acknowledged so far is durable.
+func (v *VFS) syncNamenode(ctx context.Context) error {
+	return v.waitNamenode(ctx, func() error { return v.c.Sync(ctx) })
 }
 
 // mode returns the fs.FileMode bits of an attribute's type.

@@ -1,0 +1,369 @@
+package webhdfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+// ---- OPEN
+
+// open streams a range of a file straight from the datanodes
+// (client.File.WriteTo, which reads ahead), served at once rather than
+// redirected, as Hadoop's HttpFS gateway does; Hadoop clients accept both.
+func (g *Gateway) open(rq *request) error {
+	off, err := rq.q.intParam("offset", 0, 0, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	length, err := rq.q.intParam("length", -1, 0, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	tx, _ := g.c.Begin(rq.ctx)
+	defer tx.Abort(context.Background())
+	f, err := g.openForRead(rq, tx)
+	if err != nil {
+		return err
+	}
+	size := f.Size()
+	if off > size {
+		return excEOF.errorf("Offset=%d out of the range [0, %d] of %s", off, size, rq.path)
+	}
+	n := size - off
+	if length >= 0 && length < n {
+		n = length
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	h := rq.w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	rq.w.WriteHeader(http.StatusOK)
+	if n == 0 {
+		return nil
+	}
+	lw := &limitedWriter{w: g.stallGuard(rq.w), n: n}
+	if _, err := f.WriteTo(lw); err != nil && !errors.Is(err, errLimitReached) {
+		// The status is sent: all the client can learn is a short body.
+		g.opt.Log.Warn("webhdfs: read failed mid-stream", "path", rq.path, "offset", off, "error", err.Error())
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// openForRead opens the regular file at rq.path in tx for reading.
+func (g *Gateway) openForRead(rq *request, tx *client.Txn) (*client.File, error) {
+	l, err := locate(rq.ctx, tx, rq.who, rq.path)
+	if err == nil {
+		err = l.exists()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l.fi.Type != client.TypeFile {
+		return nil, excNotFound.errorf("Path is not a file: %s", rq.path)
+	}
+	if err := need(rq.who, l.fi, permRead, rq.path); err != nil {
+		return nil, err
+	}
+	f, err := tx.OpenInode(rq.ctx, l.fi.Ino)
+	return f, wrapPath(rq.path, err)
+}
+
+var errLimitReached = errors.New("range sent")
+
+// limitedWriter passes on n bytes, then stops the copy.
+type limitedWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.n {
+		k, err := l.w.Write(p[:l.n])
+		l.n -= int64(k)
+		if err == nil {
+			err = errLimitReached
+		}
+		return k, err
+	}
+	k, err := l.w.Write(p)
+	l.n -= int64(k)
+	return k, err
+}
+
+// stallGuard returns a writer to the response that gives up on a client
+// that takes more than the idle timeout to accept a write.
+func (g *Gateway) stallGuard(w http.ResponseWriter) io.Writer {
+	return &deadlineWriter{w: w, rc: http.NewResponseController(w), idle: g.opt.IdleTimeout}
+}
+
+type deadlineWriter struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.rc.SetWriteDeadline(time.Now().Add(d.idle))
+	return d.w.Write(p)
+}
+
+// deadlineReader reads a request body, giving up on a client that sends
+// nothing for the idle timeout.
+type deadlineReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	d.rc.SetReadDeadline(time.Now().Add(d.idle))
+	return d.r.Read(p)
+}
+
+// ---- CREATE and APPEND
+
+// redirect answers the first step of CREATE and APPEND: 307 to this
+// gateway with data=true (Hadoop's HttpFS protocol), where the second
+// request sends the data; with noredirect=true the location comes in a
+// JSON body instead.
+func (g *Gateway) redirect(rq *request) error {
+	q := rq.r.URL.Query()
+	q.Del("noredirect")
+	q.Set("data", "true")
+	scheme := "http"
+	if rq.r.TLS != nil {
+		scheme = "https"
+	}
+	loc := scheme + "://" + rq.r.Host + rq.r.URL.EscapedPath() + "?" + q.Encode()
+	if nr, _ := rq.q.boolParam("noredirect", false); nr {
+		writeJSON(rq.w, http.StatusOK, map[string]string{"Location": loc})
+		return nil
+	}
+	rq.w.Header().Set("Location", loc)
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(http.StatusTemporaryRedirect)
+	return nil
+}
+
+type createParams struct {
+	overwrite bool
+	mode      uint32
+	rep       int
+}
+
+func (rq *request) createParams() (createParams, error) {
+	var cp createParams
+	var err error
+	if cp.overwrite, err = rq.q.boolParam("overwrite", false); err != nil {
+		return cp, err
+	}
+	if cp.mode, err = rq.q.permParam(0o644); err != nil {
+		return cp, err
+	}
+	rep, err := rq.q.intParam("replication", 0, 0, 16)
+	cp.rep = int(rep)
+	return cp, err
+}
+
+// create is CREATE: the first request is checked (so that a client learns
+// of a refusal before it sends data) and redirected; the second streams
+// its body into a new file, creating missing parent directories, in one
+// transaction committed when the body is complete.
+func (g *Gateway) create(rq *request) error {
+	cp, err := rq.createParams()
+	if err != nil {
+		return err
+	}
+	if rq.path == "/" {
+		return excExists.errorf("/ already exists as a directory")
+	}
+	data, err := rq.q.boolParam("data", false)
+	if err != nil {
+		return err
+	}
+	if !data {
+		err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
+			l, err := locate(ctx, tx, rq.who, rq.path)
+			if errors.Is(err, client.ErrNotFound) {
+				return nil // missing parents are created by the upload
+			}
+			if err != nil {
+				return err
+			}
+			_, err = replaceable(rq, l, cp)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return g.redirect(rq)
+	}
+	if cp.rep, err = g.replication(rq.ctx, cp.rep); err != nil {
+		return err
+	}
+	return g.upload(rq, http.StatusCreated, func(ctx context.Context, tx *client.Txn) (*client.File, error) {
+		dir, err := mkdirs(ctx, tx, rq.who, path.Dir(rq.path), 0o755)
+		if err != nil {
+			return nil, err
+		}
+		l, err := locate(ctx, tx, rq.who, rq.path)
+		if err != nil {
+			return nil, err
+		}
+		old, err := replaceable(rq, l, cp)
+		if err != nil {
+			return nil, err
+		}
+		if old {
+			if err := tx.UnlinkAt(ctx, dir.Ino, l.name); err != nil {
+				return nil, wrapPath(rq.path, err)
+			}
+		}
+		fi, err := tx.CreateAt(ctx, dir.Ino, l.name, client.CreateOptions{Mode: client.UnixMode(cp.mode), Rep: cp.rep})
+		if err == nil && cp.mode == 0 {
+			fi, err = zeroMode(ctx, tx, fi)
+		}
+		if err != nil {
+			return nil, wrapPath(rq.path, err)
+		}
+		f, err := tx.OpenInode(ctx, fi.Ino)
+		return f, wrapPath(rq.path, err)
+	})
+}
+
+// replaceable checks that the caller may create the file l names: write
+// and search permission on its directory and, if it exists, overwrite
+// and the right to remove it (it must not be a directory). It reports
+// whether a file is there to replace.
+func replaceable(rq *request, l located, cp createParams) (bool, error) {
+	if l.dir.Type != client.TypeDir {
+		return false, excParentNotDir.errorf("%s: parent path %s is not a directory", rq.path, path.Dir(rq.path))
+	}
+	if err := need(rq.who, l.dir, permWrite|permSearch, path.Dir(rq.path)); err != nil {
+		return false, err
+	}
+	if l.missing {
+		return false, nil
+	}
+	if l.fi.Type == client.TypeDir {
+		return false, excExists.errorf("%s already exists as a directory", rq.path)
+	}
+	if !cp.overwrite {
+		return false, excExists.errorf("%s for client %s already exists", rq.path, rq.r.RemoteAddr)
+	}
+	return true, mayRemove(rq.who, l.dir, l.fi, path.Dir(rq.path), rq.path)
+}
+
+// appendFile is APPEND (POST): redirected first, then the body is added
+// at the end of the file in one transaction.
+func (g *Gateway) appendFile(rq *request) error {
+	data, err := rq.q.boolParam("data", false)
+	if err != nil {
+		return err
+	}
+	openAppend := func(ctx context.Context, tx *client.Txn) (*client.File, error) {
+		l, err := locate(ctx, tx, rq.who, rq.path)
+		if err == nil {
+			err = l.exists()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if l.fi.Type != client.TypeFile {
+			return nil, excNotFound.errorf("Path is not a file: %s", rq.path)
+		}
+		if err := need(rq.who, l.fi, permWrite, rq.path); err != nil {
+			return nil, err
+		}
+		f, err := tx.OpenInode(ctx, l.fi.Ino)
+		if err != nil {
+			return nil, wrapPath(rq.path, err)
+		}
+		_, err = f.Seek(0, io.SeekEnd)
+		return f, err
+	}
+	if !data {
+		err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
+			f, err := openAppend(ctx, tx)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return g.redirect(rq)
+	}
+	return g.upload(rq, http.StatusOK, openAppend)
+}
+
+// uploadFlushBlocks bounds the blocks an upload buffers before they are
+// written out (in the background, while more arrive): the memory of many
+// concurrent uploads, not their speed.
+const uploadFlushBlocks = 16
+
+// upload streams the request body into the file open returns, in one
+// transaction committed once the whole body has arrived. Anything else (a
+// refusal, a client that disconnects or stalls, a body over the limit, a
+// datanode failure) aborts it: nothing of the upload remains.
+func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context, tx *client.Txn) (*client.File, error)) error {
+	tx, _ := g.c.Begin(rq.ctx)
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Abort(context.Background())
+		}
+	}()
+	tx.CreateAs(rq.who.user, rq.who.group())
+	f, err := open(rq.ctx, tx)
+	if err != nil {
+		return err
+	}
+	f.FlushBlocks = uploadFlushBlocks
+	var body io.Reader = &deadlineReader{r: rq.r.Body, rc: http.NewResponseController(rq.w), idle: g.opt.IdleTimeout}
+	if g.opt.MaxUpload > 0 {
+		body = io.LimitReader(body, g.opt.MaxUpload+1)
+	}
+	n, err := io.CopyBuffer(writerOnly{f}, body, make([]byte, 1<<20))
+	if err != nil {
+		return excIO.errorf("upload to %s failed after %d bytes, nothing of it was kept: %v", rq.path, n, err)
+	}
+	if g.opt.MaxUpload > 0 && n > g.opt.MaxUpload {
+		return excTooLarge.errorf("upload to %s is larger than the gateway's limit of %d bytes (-max-upload); nothing of it was kept", rq.path, g.opt.MaxUpload)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("upload to %s failed, nothing of it was kept: %w", rq.path, err)
+	}
+	if err := tx.Commit(rq.ctx); err != nil {
+		return fmt.Errorf("upload to %s failed at commit, nothing of it was kept: %w", rq.path, err)
+	}
+	committed = true
+	if status == http.StatusCreated {
+		scheme := "http"
+		if rq.r.TLS != nil {
+			scheme = "https"
+		}
+		rq.w.Header().Set("Location", scheme+"://"+rq.r.Host+(&url.URL{Path: Prefix + rq.path}).EscapedPath())
+	}
+	rq.w.Header().Set("Content-Length", "0")
+	rq.w.WriteHeader(status)
+	return nil
+}
+
+// writerOnly hides everything but Write, so that io.CopyBuffer uses its
+// buffer (large writes fill the file's blocks in few calls).
+type writerOnly struct{ io.Writer }
