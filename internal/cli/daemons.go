@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register("namenode", "[-listen ADDR] [-db FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata", cmdNamenode)
+	register("namenode", "[-listen ADDR] [-db STORE] [-log FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY | migrate -from STORE -to STORE", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata; copy it to another store", cmdNamenode)
 	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + preallocated data file)", cmdDatanodeInit)
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
@@ -106,9 +106,15 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "backup" {
 		return cmdNamenodeBackup(ctx, args[1:])
 	}
-	f := newFlags("namenode", "[options]", "Run the PlasmaFS namenode (metadata server, SQLite store).", false)
+	if len(args) > 0 && args[0] == "migrate" {
+		return cmdNamenodeMigrate(ctx, args[1:])
+	}
+	f := newFlags("namenode", "[options]", `Run the PlasmaFS namenode (metadata server). Its metadata store is a SQLite file
+or a PostgreSQL database (-db postgres://user@host/db, with -log naming the
+commit log, a local file); 'plasma namenode migrate' copies between them.`, false)
 	listen := f.String("listen", "127.0.0.1:2730", "address to serve clients and datanodes on")
-	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db, postgres://user@host:5432/db?sslmode=disable; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	upgrade := f.Bool("upgrade", false, "migrate a PostgreSQL database of an older schema version to this program's (back it up first;\nSQLite files are migrated at every start)")
 	logFlag := f.String("log", "", "commit log file (default: the SQLite database's path + \".log\"; required for a store\nthat is not a local file)")
 	format := f.Bool("format", false, "create a new, empty namespace in -db, which must not exist yet (without it, a missing database is refused)")
 	acceptLostWAL := f.Bool("accept-lost-wal", false, "start from a database that was not closed cleanly although its -wal file is gone, losing the commits it held")
@@ -174,7 +180,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if _, err := os.Stat(logPath); err == nil && *format {
 		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
 	}
-	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
+	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
 	if err != nil {
 		return err
 	}
@@ -184,8 +190,13 @@ func cmdNamenode(ctx context.Context, args []string) error {
 			store.Close()
 		}
 	}()
+	if meta.LocalPath(*db) == "" {
+		if err := checkLogNamespace(logPath, store, *db, *format); err != nil {
+			return err
+		}
+	}
 	if ns, ok := store.(meta.Namespacer); ok && *format {
-		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
+		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), meta.Redact(*db))
 	}
 	log, err := daemonLogger(*level, *logFormat)
 	if err != nil {
@@ -217,7 +228,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 		nn.Close()
 		return err
 	}
-	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", *db, "relaxed", *relaxed)
+	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", meta.Redact(*db), "relaxed", *relaxed)
 	errc := make(chan error, 1)
 	go func() { errc <- nn.Serve(ln) }()
 	select {
@@ -406,6 +417,9 @@ namenode, remove FILE-wal, FILE-shm and FILE.log, and copy COPY to FILE.`, false
 	if *out == "" {
 		return usagef("-o COPY is required")
 	}
+	if strings.Contains(*db, "://") && meta.LocalPath(*db) == "" {
+		return usagef("-db %s: a PostgreSQL store is backed up with pg_dump (see README, \"PostgreSQL as the metadata store\")", meta.Redact(*db))
+	}
 	// Commits still only in the commit log go into the store first (the
 	// namenode is stopped; it would replay them itself at its next start).
 	logPath := *db + ".log"
@@ -435,12 +449,8 @@ func formatNewCluster(db, dir string, datanodes int) error {
 	if _, err := os.Stat(db); err == nil {
 		return nil
 	}
-	for i := 1; i <= datanodes; i++ {
-		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
-		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
-			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: restore the database (with its -wal file) or a backup of it; "+
-				"or remove %s to start a new, empty cluster", dir, vol, db, dir)
-		}
+	if err := refuseVolumesWithoutNamespace(db, dir, datanodes); err != nil {
+		return err
 	}
 	store, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{Format: true})
 	if err != nil {
@@ -448,4 +458,22 @@ func formatNewCluster(db, dir string, datanodes int) error {
 	}
 	fmt.Fprintf(stdout, "new namespace %s in %s\n", store.Namespace(), db)
 	return store.Close()
+}
+
+// refuseVolumesWithoutNamespace refuses to format a new namespace in db
+// for a cluster directory that has datanode volumes: a new namespace would
+// not hold their files (and the volumes would refuse to join it).
+func refuseVolumesWithoutNamespace(db, dir string, datanodes int) error {
+	restore := "restore the database or a backup of it"
+	if meta.LocalPath(db) != "" {
+		restore = "restore the database (with its -wal file) or a backup of it"
+	}
+	for i := 1; i <= datanodes; i++ {
+		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
+		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
+			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: %s; "+
+				"or remove %s to start a new, empty cluster", dir, vol, meta.Redact(db), restore, dir)
+		}
+	}
+	return nil
 }

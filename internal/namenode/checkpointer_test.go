@@ -95,7 +95,7 @@ func logged(t *testing.T, path string) []uint64 {
 func TestCheckpointerOrder(t *testing.T) {
 	st := &applyStore{}
 	l, _ := testLog(t, 1<<20)
-	c := newCheckpointer(l, 1<<30, st, 0, func(err error) { t.Errorf("fatal: %v", err) })
+	c := newCheckpointer(l, 1<<30, st, 0, func(err error) { t.Errorf("fatal: %v", err) }, nil)
 	for i := uint64(1); i <= 400; i++ {
 		if err := c.append([]*meta.Change{{InoLimit: i}}); err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func TestCheckpointerOrder(t *testing.T) {
 func TestCheckpointerStopDrains(t *testing.T) {
 	st := &applyStore{}
 	l, _ := testLog(t, 1<<20)
-	c := newCheckpointer(l, 1<<30, st, 0, func(err error) { t.Errorf("fatal: %v", err) })
+	c := newCheckpointer(l, 1<<30, st, 0, func(err error) { t.Errorf("fatal: %v", err) }, nil)
 	for i := uint64(1); i <= 3; i++ {
 		if err := c.append([]*meta.Change{{InoLimit: i}}); err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func TestCheckpointerStopDrains(t *testing.T) {
 func TestCheckpointerRestartsLogAfterStore(t *testing.T) {
 	st := &applyStore{gate: make(chan struct{})}
 	l, path := testLog(t, 1<<20)
-	c := newCheckpointer(l, 4096, st, 0, func(err error) { t.Errorf("fatal: %v", err) })
+	c := newCheckpointer(l, 4096, st, 0, func(err error) { t.Errorf("fatal: %v", err) }, nil)
 	big := make([]uint64, 100) // a record of some hundred bytes
 	for i := uint64(1); i <= 3; i++ {
 		if err := c.append([]*meta.Change{{InoLimit: i, DelInodes: big}}); err != nil {
@@ -218,7 +218,7 @@ func TestCheckpointerStoreFailure(t *testing.T) {
 	st := &applyStore{fail: boom}
 	fatal := make(chan error, 1)
 	l, path := testLog(t, 1<<20)
-	c := newCheckpointer(l, 64, st, 0, func(err error) { fatal <- err })
+	c := newCheckpointer(l, 64, st, 0, func(err error) { fatal <- err }, nil)
 	for i := uint64(1); i <= 3; i++ {
 		if err := c.append([]*meta.Change{{InoLimit: i}}); err != nil {
 			t.Fatal(err)

@@ -314,7 +314,7 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.inos = inoCounter{next: snap.InoLimit, limit: snap.InoLimit}
 	if clog != nil {
-		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal)
+		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal, n.log)
 	}
 	n.wg.Add(2)
 	go func() {
