@@ -181,25 +181,15 @@ func removeEntry(ctx context.Context, tx *client.Txn, who caller, dir client.Fil
 		if err := need(who, fi, permRead|permWrite|permSearch, p); err != nil {
 			return err
 		}
-		after := ""
-		for {
-			page, more, err := tx.ReadDirPage(ctx, fi.Ino, after, listPage, true)
-			if err != nil {
-				return wrapPath(p, err)
+		err := eachEntry(ctx, tx, fi.Ino, p, func(e client.DirEntry) error {
+			cp := path.Join(p, e.Name)
+			if err := mayRemove(who, fi, e.Info, p, cp); err != nil {
+				return err
 			}
-			for _, e := range page {
-				cp := path.Join(p, e.Name)
-				if err := mayRemove(who, fi, e.Info, p, cp); err != nil {
-					return err
-				}
-				if err := removeEntry(ctx, tx, who, fi, e.Name, e.Info, cp, true); err != nil {
-					return err
-				}
-			}
-			if !more || len(page) == 0 {
-				break
-			}
-			after = page[len(page)-1].Name
+			return removeEntry(ctx, tx, who, fi, e.Name, e.Info, cp, true)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	err := tx.RmdirAt(ctx, dir.Ino, name)

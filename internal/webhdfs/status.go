@@ -304,14 +304,23 @@ func summarize(ctx context.Context, tx *client.Txn, who caller, fi client.FileIn
 	if err := need(who, fi, permRead|permSearch, p); err != nil {
 		return err
 	}
+	return eachEntry(ctx, tx, fi.Ino, p, func(e client.DirEntry) error {
+		return summarize(ctx, tx, who, e.Info, path.Join(p, e.Name), s)
+	})
+}
+
+// eachEntry calls fn with every entry of directory dir (at path p), with
+// its attributes, reading listPage entries a request, so that a walk of a
+// big tree never holds a whole directory.
+func eachEntry(ctx context.Context, tx *client.Txn, dir uint64, p string, fn func(client.DirEntry) error) error {
 	after := ""
 	for {
-		page, more, err := tx.ReadDirPage(ctx, fi.Ino, after, listPage, true)
+		page, more, err := tx.ReadDirPage(ctx, dir, after, listPage, true)
 		if err != nil {
 			return wrapPath(p, err)
 		}
 		for _, e := range page {
-			if err := summarize(ctx, tx, who, e.Info, path.Join(p, e.Name), s); err != nil {
+			if err := fn(e); err != nil {
 				return err
 			}
 		}
