@@ -11,6 +11,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/internal/nfsbridge"
 	"github.com/plasmafs/plasma/internal/webhdfs"
 )
@@ -72,10 +73,15 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 	defer c.Close()
 	srv := webhdfs.New(c, opt).Server()
 	srv.TLSConfig = tlsConf
-	l, err := net.Listen("tcp", *listen)
+	srv.ConnState = connlimit.ConnState
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", *listen, err)
 	}
+	// The accept path of every server (internal/connlimit), under TLS so
+	// that a connection's handshake counts as its wait for a first request
+	// and net/http still sees the *tls.Conn.
+	var l net.Listener = connlimit.Listen(ln, connlimit.Options{Name: "webhdfs"})
 	scheme := "http"
 	if tlsConf != nil {
 		scheme = "https"
