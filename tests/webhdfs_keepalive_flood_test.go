@@ -1,9 +1,6 @@
 package tests
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,25 +19,7 @@ func TestWebHDFSOutlastsKeepAliveFlood(t *testing.T) {
 	s := startLimited(t, c, serverFDLimit, "plasma: serving WebHDFS on ", "webhdfs", "-listen", "127.0.0.1:0")
 	base := strings.TrimSuffix(strings.TrimPrefix(s.line, "plasma: serving WebHDFS on "), "/")
 	addr := strings.TrimPrefix(strings.TrimSuffix(base, "/webhdfs/v1"), "http://")
-	// Each flood connection asks one request net/http answers itself and
-	// leaves the connection open and idle. One left unanswered means the
-	// gateway has no descriptor left: the flood has done its worst.
-	var flood []net.Conn
-	defer func() { closeConns(flood) }()
-	for i := 0; i < floodConns; i++ {
-		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			break
-		}
-		flood = append(flood, nc)
-		nc.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(nc, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
-		if err != nil {
-			break
-		}
-		resp.Body.Close()
-	}
+	flood := floodKeepAlive(t, addr)
 	s.mustRun(t, "under the flood")
 	code, b, err := httpGet(base+"/?op=GETFILESTATUS&user.name=alice", 30*time.Second)
 	if err != nil || code != http.StatusOK || !strings.Contains(string(b), `"type":"DIRECTORY"`) {
