@@ -204,10 +204,7 @@ func removeEntry(ctx context.Context, tx *client.Txn, who caller, dir client.Fil
 func (g *Gateway) setAttr(rq *request, check func(l located) error, s func(l located) (client.SetAttr, bool)) (bool, error) {
 	var changed bool
 	err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
+		l, err := locateExisting(ctx, tx, rq.who, rq.path)
 		if err == nil {
 			err = check(l)
 		}

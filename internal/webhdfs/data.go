@@ -65,17 +65,8 @@ func (g *Gateway) open(rq *request) error {
 // openFile opens the regular file at rq.path in tx, once the caller is
 // found to have permission perm on it.
 func openFile(ctx context.Context, tx *client.Txn, rq *request, perm uint32) (*client.File, error) {
-	l, err := locate(ctx, tx, rq.who, rq.path)
-	if err == nil {
-		err = l.exists()
-	}
+	l, err := locateFile(ctx, tx, rq.who, rq.path, perm)
 	if err != nil {
-		return nil, err
-	}
-	if l.fi.Type != client.TypeFile {
-		return nil, excNotFound.errorf("Path is not a file: %s", rq.path)
-	}
-	if err := need(rq.who, l.fi, perm, rq.path); err != nil {
 		return nil, err
 	}
 	f, err := tx.OpenInode(ctx, l.fi.Ino)
