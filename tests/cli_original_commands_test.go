@@ -133,24 +133,6 @@ func TestAdminTableListsDatanodes(t *testing.T) {
 	}
 }
 
-// procWchar is the number of bytes process pid has written through write
-// system calls (files and sockets alike).
-func procWchar(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "wchar: "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	t.Fatalf("no wchar in /proc/%d/io", pid)
-	return 0
-}
-
 // TestPutStarWritesEveryReplica: 'put -star' sends each block to every
 // replica itself: the datanodes together write the file once per replica
 // (each its own copy) and forward nothing, where 'put -chain' makes the
@@ -166,7 +148,7 @@ func TestPutStarWritesEveryReplica(t *testing.T) {
 	written := func() int64 {
 		var n int64
 		for _, pid := range pids {
-			n += procWchar(t, pid)
+			n += wchar(t, pid)
 		}
 		return n
 	}

@@ -69,25 +69,14 @@ block size, default replication, datanodes.`, true)
 }
 
 // taskServersOf returns the MapReduce task servers the configuration
-// file lists for cfg's cluster (none when the cluster came from elsewhere).
+// file lists for cfg's cluster (none when the cluster came from elsewhere),
+// as 'plasma mr run' finds them.
 func taskServersOf(cfg client.Config) []string {
 	if !strings.HasPrefix(cfg.Source, "/") {
 		return nil
 	}
-	b, err := os.ReadFile(cfg.Source)
-	if err != nil {
-		return nil
-	}
-	entries, err := client.ParseConfigFile(string(b))
-	if err != nil {
-		return nil
-	}
-	for _, e := range entries {
-		if e.Name == cfg.Cluster {
-			return e.TaskServers
-		}
-	}
-	return nil
+	ts, _, _ := clusterTaskServers(cfg.Cluster)
+	return ts
 }
 
 func printParams(w io.Writer, v jsonParams) {
