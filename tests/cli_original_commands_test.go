@@ -229,6 +229,20 @@ func TestCpTreePrefixesRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %d bytes (%v), want the %d copied in", name, len(got), err, len(data))
 		}
 	}
+	// Into existing directories, both ways, as cp(1) does.
+	c.MustRun("mkdir", "/into")
+	c.MustRun("cp", "file::"+src, "/into")
+	if out := c.MustRun("cat", "/into/src"); out != string(data) {
+		t.Fatalf("/into/src after cp file::%s /into: %d bytes, want %d", src, len(out), len(data))
+	}
+	local := filepath.Join(dir, "into")
+	if err := os.Mkdir(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.MustRun("cp", "/x", "file::"+local)
+	if got, err := os.ReadFile(filepath.Join(local, "x")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("cp /x file::%s: %s/x has %d bytes (%v), want %d", local, local, len(got), err, len(data))
+	}
 	if out, code := c.Run(nil, "cp", "ssh::/x", "/y"); code != 2 || !strings.Contains(out, "unknown tree") {
 		t.Fatalf("cp ssh::/x: exit %d, want 2 naming the unknown tree\n%s", code, out)
 	}
