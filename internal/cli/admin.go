@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE", "administration: issue user credentials, show namenode counters, back up the metadata", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | datanodes | datanode drain|disable|enable ID", "administration: issue user credentials, show namenode counters, back up the metadata, datanode service states", cmdAdmin)
 }
 
 func currentUser() string {
@@ -32,17 +32,26 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	if len(args) >= 1 && args[0] == "backup" {
 		return adminBackup(ctx, args[1:])
 	}
+	if len(args) >= 1 && args[0] == "datanodes" {
+		return adminDatanodes(ctx, args[1:])
+	}
+	if len(args) >= 1 && args[0] == "datanode" {
+		return adminDatanode(ctx, args[1:])
+	}
 	if len(args) >= 1 && isHelpArg(args[0]) {
 		fmt.Fprint(stdout, `usage: plasma admin SUBCOMMAND [options]   ('plasma admin SUBCOMMAND -help' for options)
 
   user add NAME   issue a credential for a user, signed by the cluster CA (on the machine holding the cluster's secrets)
   stats           show the namenode's request and commit counters
   backup FILE     write a consistent copy of the running namenode's metadata
+  datanodes       list the datanodes: state, capacity, used, blocks, last heartbeat, copies, and the replication queue
+  datanode drain|disable|enable ID
+                  move every replica off a datanode, stop or resume giving it new blocks
 `)
 		return nil
 	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
-		return usagef("'plasma admin user add NAME', 'plasma admin stats' or 'plasma admin backup FILE'")
+		return usagef("'plasma admin user add NAME', 'plasma admin stats', 'plasma admin backup FILE', 'plasma admin datanodes' or 'plasma admin datanode drain|disable|enable ID'")
 	}
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")

@@ -132,8 +132,11 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
 	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
+	deadAfter := f.durationRange("dead-after", 10*time.Minute, time.Second, 30*24*time.Hour, "replace the replicas of a datanode dead this long by copies on the others\n(until then they count: it may come back)")
+	copies := f.intRange("copies-per-node", 2, 1, 64, "re-replication copies (of up to 32 blocks) a datanode takes part in at a time")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
+	dataSecFlag := f.String("data-security", "", "security level the namenode uses on datanodes' data ports to have them copy blocks\n(default: -security)")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
@@ -146,6 +149,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	sec, err := auth.ParseLevel(*secFlag)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	dataSec := sec
+	if *dataSecFlag != "" {
+		if dataSec, err = auth.ParseLevel(*dataSecFlag); err != nil {
+			return usagef("-data-security: %v", err)
+		}
 	}
 	cred, tk, err := loadDaemonSecrets(*credFile, *ticketKey)
 	if err != nil {
@@ -186,7 +195,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
-		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
+		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DeadAfter: *deadAfter, CopiesPerNode: *copies, DataSecurity: dataSec, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {

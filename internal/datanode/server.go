@@ -603,6 +603,14 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		switch q.Op {
 		case wire.DataWrite, wire.DataAdopt:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, true)
+		case wire.DataReplicate:
+			// The whole block is copied: a read ticket limited to a
+			// prefix (a partly filled last block) does not allow it.
+			var lim uint64
+			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
+			if terr == nil && lim > 0 {
+				terr = fmt.Errorf("%w: the ticket allows reading the first %d bytes of block %d, not copying it", auth.ErrTicketRange, lim, q.Block)
+			}
 		case wire.DataRead:
 			var lim uint64
 			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
@@ -659,6 +667,11 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 				resp.CRC = crc
 				resp.Length = uint32(n)
 				payload = (*bufp)[:n]
+			}
+		case wire.DataReplicate:
+			bufp = s.bufs.Get().(*[]byte)
+			if err := s.replicate(&next, q, gen, *bufp); err != nil {
+				resp = errResp(err)
 			}
 		case wire.DataSync:
 			if err := s.store.Sync(); err != nil {

@@ -179,6 +179,7 @@ func (s nnStore) internal() []*meta.Change {
 	defer n.mu.Unlock()
 	out := n.deferred
 	n.deferred = nil
+	n.takeTrimFrees(out)
 	return out
 }
 

@@ -1,0 +1,130 @@
+package namenode
+
+// OpNodeAdmin: the replication queue and the datanodes' service states
+// (plasma admin datanodes, plasma admin datanode drain|disable|enable,
+// plasma fsck). Superuser only.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/meta"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// Datanode service states in a status answer (wire.NodeStatus*).
+const (
+	nodeInService = iota
+	nodeAway      // dead for less than DeadAfter
+	nodeDead      // dead for longer: its replicas are replaced
+	nodeDisabled  // takes no new blocks, keeps its replicas
+	nodeDraining  // its replicas are being moved off
+	nodeDrained   // draining, and it holds no replica any more
+)
+
+// statusHead is how many counters precede the per-datanode ones in a
+// status answer, and statusPerNode how many each datanode has.
+const (
+	statusHead    = 8
+	statusPerNode = 6
+)
+
+// maxStatusTasks bounds the copies in flight a status answer lists.
+const maxStatusTasks = 100
+
+func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Path == "status" {
+		return n.freshStatus(), nil
+	}
+	dn := n.nodes.get(uint32(q.Index))
+	if dn == nil {
+		return nil, fail(wire.ErrCodeNotFound, "no datanode with id %d ('plasma admin datanodes' lists them)", q.Index)
+	}
+	rec := dn.Datanode
+	switch q.Path {
+	case "drain":
+		rec.Enabled = false
+		n.repl.draining[dn.ID] = true
+	case "disable":
+		rec.Enabled = false
+		delete(n.repl.draining, dn.ID)
+	case "enable":
+		rec.Enabled = true
+		delete(n.repl.draining, dn.ID)
+	default:
+		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, drain, disable, enable", q.Path)
+	}
+	n.log.Info("datanode state changed", "node", dn.Identity, "id", dn.ID, "op", q.Path)
+	if rec != dn.Datanode {
+		// In memory at once (allocations follow it); the record is a
+		// namenode-internal change, durable with the next batch. A drain
+		// lives in memory only: after a restart the datanode is disabled
+		// and a drain must be asked for again.
+		dn.Datanode = rec
+		n.deferChange(&meta.Change{PutNodes: []meta.Datanode{rec}})
+	}
+	return n.freshStatus(), nil
+}
+
+// freshStatus scans before it answers, so that what it says (a datanode
+// drained, nothing queued) holds for every commit acknowledged before the
+// request (as costly as one background scan; admin commands and fsck
+// ask, rarely).
+func (n *Namenode) freshStatus() *wire.Response {
+	n.replicationScan(time.Now())
+	n.scheduleCopies()
+	return n.replicationStatus()
+}
+
+// replicationStatus answers the replication queue and each datanode's
+// state (Counters, see statusHead), the datanodes (Nodes) and the copies
+// in flight (Paths, at most maxStatusTasks).
+func (n *Namenode) replicationStatus() *wire.Response {
+	rp := n.repl
+	now := time.Now()
+	s := rp.last
+	var queued, inflight uint64
+	for _, it := range s.queue {
+		queued += uint64(it.x.Count)
+	}
+	var tasks []string
+	for t := range rp.tasks {
+		inflight += uint64(t.count)
+		if len(tasks) < maxStatusTasks {
+			p, err := n.pathOf(nil, t.ino)
+			if err != nil {
+				p = fmt.Sprintf("inode %d", t.ino)
+			}
+			tasks = append(tasks, fmt.Sprintf("%s: blocks %d-%d from datanode %d to datanode %d, for %v", p, t.index, t.index+uint64(t.count)-1,
+				t.src.Node, t.dst.Node, now.Sub(t.started).Round(time.Millisecond)))
+		}
+	}
+	nodes := n.nodeList()
+	c := []uint64{queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed}
+	for _, ni := range nodes {
+		dn := n.nodes.get(ni.ID)
+		seen := uint64(0)
+		if !dn.lastSeen.IsZero() {
+			seen = uint64(dn.lastSeen.UnixNano())
+		}
+		c = append(c, uint64(ni.ID), n.nodeState(dn, now, s), s.blocks[ni.ID], seen, uint64(rp.busy[ni.ID]), s.moveOff[ni.ID])
+	}
+	return &wire.Response{Counters: c, Nodes: nodes, Paths: tasks}
+}
+
+func (n *Namenode) nodeState(dn *dnode, now time.Time, s repScan) uint64 {
+	switch {
+	case n.repl.draining[dn.ID] && s.blocks[dn.ID] == 0:
+		return nodeDrained
+	case n.repl.draining[dn.ID]:
+		return nodeDraining
+	case !dn.alive && now.Sub(n.repl.lastSeen(dn)) >= n.repl.deadAfter:
+		return nodeDead
+	case !dn.alive:
+		return nodeAway
+	case !dn.Enabled:
+		return nodeDisabled
+	}
+	return nodeInService
+}

@@ -1,0 +1,316 @@
+package namenode
+
+// Re-replication: the namenode keeps every file's blocks at the file's
+// replication by itself. A background scan (replicationScan) classifies
+// each extent's replicas by the state of their datanodes, trims replicas a
+// block no longer needs at once (a commit of the new block list; their
+// blocks are freed once that commit is durable and no transaction that
+// could read them is left), and queues the blocks that lack replicas, the
+// most endangered first. Copies are made by the datanodes: the namenode
+// asks one holding a good replica to send it to a datanode chosen by free
+// space (DataReplicate, with a read ticket for the source and a write
+// ticket for the new blocks), syncs the destination, and attaches the new
+// replica with a commit if the block is still the one it copied
+// (copy.go). Work is bounded per datanode (Config.CopiesPerNode copies in
+// flight, as source or destination).
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/plasmafs/plasma/internal/meta"
+	"github.com/plasmafs/plasma/internal/wire"
+)
+
+// replicaState is what a replica is worth, by the state of its datanode.
+type replicaState uint8
+
+const (
+	repGood    replicaState = iota // live datanode in service: counted, a source
+	repLeaving                     // live but draining (or disabled and draining): a source, not counted
+	repAway                        // dead for less than DeadAfter: counted (it may come back), not a source
+	repGone                        // dead for longer, or unknown: neither
+)
+
+// maxTaskBlocks bounds the blocks of one copy task (one commit each).
+const maxTaskBlocks = 32
+
+// scanInterval is how often the replicator looks at every file when
+// nothing wakes it earlier (a copy ending, an admin command).
+const scanInterval = time.Second
+
+// replicator is the namenode's re-replication state.
+//
+// Lock discipline: guarded by Namenode.mu, except kick (a channel).
+type replicator struct {
+	deadAfter time.Duration
+	perNode   int
+	started   time.Time // a datanode not seen since start counts as seen then
+	draining  map[uint32]bool
+	tasks     map[*copyTask]struct{}
+	busy      map[uint32]int // copy tasks each datanode takes part in
+	kick      chan struct{}
+	// trimFrees holds the blocks each trim change frees, until the
+	// committer takes the change (nnStore.internal): then they wait in
+	// Namenode.frees for that batch to be durable.
+	trimFrees map[*meta.Change][]run
+	last      repScan
+	copied    uint64 // blocks copied and attached since start
+	trimmed   uint64 // replicas (blocks) trimmed since start
+	failed    uint64 // copy tasks that failed
+}
+
+// repScan is what one scan found.
+type repScan struct {
+	at      time.Time
+	queue   []repItem
+	under   uint64            // blocks with fewer good replicas than wanted
+	lost    uint64            // blocks with no replica that can be read now
+	waiting uint64            // under-replicated blocks waiting for a dead datanode's DeadAfter
+	blocks  map[uint32]uint64 // replicas (blocks) each datanode holds
+	moveOff map[uint32]uint64 // blocks queued or in flight that leave each datanode
+}
+
+// repItem is a queued extent: fewer replicas present than wanted.
+type repItem struct {
+	ino     uint64
+	x       wire.Extent
+	present int // replicas counted (good or away)
+}
+
+func newReplicator(deadAfter time.Duration, perNode int) *replicator {
+	return &replicator{deadAfter: deadAfter, perNode: perNode, started: time.Now(), draining: map[uint32]bool{},
+		tasks: map[*copyTask]struct{}{}, busy: map[uint32]int{}, kick: make(chan struct{}, 1), trimFrees: map[*meta.Change][]run{}}
+}
+
+// wake makes the replicator scan soon (never blocks).
+func (rp *replicator) wake() {
+	select {
+	case rp.kick <- struct{}{}:
+	default:
+	}
+}
+
+// state classifies a replica on dn (nil: an unknown datanode).
+func (rp *replicator) state(dn *dnode, now time.Time) replicaState {
+	switch {
+	case dn == nil:
+		return repGone
+	case dn.alive && rp.draining[dn.ID]:
+		return repLeaving
+	case dn.alive && dn.Enabled:
+		return repGood
+	case dn.alive:
+		// Disabled, not draining: takes no new blocks, keeps its own.
+		return repGood
+	case now.Sub(rp.lastSeen(dn)) < rp.deadAfter:
+		return repAway
+	}
+	return repGone
+}
+
+func (rp *replicator) lastSeen(dn *dnode) time.Time {
+	if dn.lastSeen.Before(rp.started) {
+		return rp.started
+	}
+	return dn.lastSeen
+}
+
+// replicatorLoop scans every scanInterval, or when woken, until stop.
+func (n *Namenode) replicatorLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(scanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		case <-n.repl.kick:
+		}
+		n.mu.Lock()
+		if n.failed() == nil {
+			n.replicationScan(time.Now())
+			n.scheduleCopies()
+		}
+		n.mu.Unlock()
+	}
+}
+
+// busyInodes returns the files whose block lists an open transaction
+// changes or may extend in place: the replicator leaves them alone (its
+// commit would be overwritten by theirs, or miss their extension).
+func (n *Namenode) busyInodes() map[uint64]bool {
+	busy := map[uint64]bool{}
+	for _, tx := range n.txns.all() {
+		for ino := range tx.blocks {
+			busy[ino] = true
+		}
+		for _, r := range tx.extended {
+			busy[r.ino] = true
+		}
+	}
+	return busy
+}
+
+// replicationScan looks at every file's blocks: it trims surplus replicas
+// and queues the blocks that lack some. Called with n.mu held.
+func (n *Namenode) replicationScan(now time.Time) {
+	rp := n.repl
+	busy := n.busyInodes()
+	inflight := map[uint64][]*copyTask{}
+	for t := range rp.tasks {
+		inflight[t.ino] = append(inflight[t.ino], t)
+	}
+	s := repScan{at: now, blocks: map[uint32]uint64{}, moveOff: map[uint32]uint64{}}
+	for t := range rp.tasks {
+		s.moveOff[t.leaving] += uint64(t.count)
+	}
+	trimmedAny := false
+	for ino, in := range n.ns.inodes {
+		if in.attr.Type != wire.TypeFile || len(in.blocks) == 0 {
+			continue
+		}
+		var out []wire.Extent // the trimmed list, once something is trimmed
+		var freed []run
+		for i, x := range in.blocks {
+			keep, drop := n.classifyExtent(&s, ino, in, x, busy[ino] || overlaps(inflight[ino], x), now)
+			if drop == nil && out == nil {
+				continue
+			}
+			if out == nil {
+				out = append([]wire.Extent(nil), in.blocks[:i]...)
+			}
+			for _, r := range drop {
+				freed = append(freed, run{node: r.Node, start: r.Start, count: uint64(x.Count)})
+			}
+			x.Replicas = keep
+			out = appendExtent(out, x)
+		}
+		if freed != nil {
+			n.trim(ino, in, out, freed)
+			trimmedAny = true
+		}
+	}
+	if trimmedAny {
+		n.epoch++ // transactions that began before may still read the trimmed replicas
+	}
+	slices.SortFunc(s.queue, func(a, b repItem) int {
+		if c := cmp.Compare(a.present, b.present); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.ino, b.ino), cmp.Compare(a.x.Index, b.x.Index))
+	})
+	rp.last = s
+}
+
+// classifyExtent counts x into s and decides its replicas: those to keep
+// and, if any, those to trim (nil: none). An extent being changed or
+// copied (frozen) is counted but neither trimmed nor queued.
+func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Extent, frozen bool, now time.Time) (keep, drop []wire.Run) {
+	rp := n.repl
+	want := int(in.attr.Rep)
+	var good, leaving, away int
+	for _, r := range x.Replicas {
+		s.blocks[r.Node] += uint64(x.Count)
+		switch rp.state(n.nodes.get(r.Node), now) {
+		case repGood:
+			good++
+		case repLeaving:
+			leaving++
+		case repAway:
+			away++
+		}
+	}
+	cnt := uint64(x.Count)
+	if good < want {
+		s.under += cnt
+	}
+	if good+leaving == 0 {
+		s.lost += cnt
+		return x.Replicas, nil
+	}
+	present := good + away
+	switch {
+	case present < want:
+		for _, r := range x.Replicas {
+			if st := rp.state(n.nodes.get(r.Node), now); st == repLeaving || st == repGone {
+				s.moveOff[r.Node] += cnt
+			}
+		}
+		if !frozen {
+			s.queue = append(s.queue, repItem{ino: ino, x: x, present: present})
+		}
+		return x.Replicas, nil
+	case good < want:
+		s.waiting += cnt
+		return x.Replicas, nil
+	case frozen || len(x.Replicas) == want:
+		return x.Replicas, nil
+	}
+	// Enough good replicas: keep want of them, those on the datanodes with
+	// the most free space, and trim every other.
+	var goods []wire.Run
+	for _, r := range x.Replicas {
+		if rp.state(n.nodes.get(r.Node), now) == repGood {
+			goods = append(goods, r)
+		} else {
+			drop = append(drop, r)
+		}
+	}
+	slices.SortStableFunc(goods, func(a, b wire.Run) int {
+		return cmp.Compare(n.nodes.get(b.Node).used.free(), n.nodes.get(a.Node).used.free())
+	})
+	keepSet := map[wire.Run]bool{}
+	for _, r := range goods[:want] {
+		keepSet[r] = true
+	}
+	drop = append(drop, goods[want:]...)
+	for _, r := range x.Replicas {
+		if keepSet[r] {
+			keep = append(keep, r) // in their order in the list
+		}
+	}
+	return keep, drop
+}
+
+// overlaps reports whether a copy task of tasks covers a block of x.
+func overlaps(tasks []*copyTask, x wire.Extent) bool {
+	for _, t := range tasks {
+		if t.index < x.Index+uint64(x.Count) && x.Index < t.index+uint64(t.count) {
+			return true
+		}
+	}
+	return false
+}
+
+// trim replaces ino's block list by xs, which lacks the replicas freed,
+// and queues the change; freed is released once it is durable
+// (nnStore.internal). Called with n.mu held.
+func (n *Namenode) trim(ino uint64, in *inode, xs []wire.Extent, freed []run) {
+	in.blocks = xs
+	ch := &meta.Change{Blocks: map[uint64][]meta.Extent{ino: storeExtents(xs)}}
+	n.fsck.note(ch)
+	n.repl.trimFrees[ch] = freed
+	for _, r := range freed {
+		n.repl.trimmed += r.count
+	}
+	n.deferChange(ch)
+}
+
+// takeTrimFrees moves the blocks freed by the internal changes the
+// committer takes now (batch appliedSeq+1) to the free queue. Called with
+// n.mu held.
+func (n *Namenode) takeTrimFrees(changes []*meta.Change) {
+	var runs []run
+	for _, ch := range changes {
+		if r, ok := n.repl.trimFrees[ch]; ok {
+			runs = append(runs, r...)
+			delete(n.repl.trimFrees, ch)
+		}
+	}
+	if len(runs) > 0 {
+		n.frees.add(pendingFree{epoch: n.epoch, needSeq: n.appliedSeq + 1, runs: runs})
+	}
+}

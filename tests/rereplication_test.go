@@ -1,0 +1,322 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clustertest"
+)
+
+// Issue 23: the namenode keeps blocks at their file's replication by
+// itself (internal/namenode/replicator.go, copy.go).
+
+// replicaCounts returns, for file p, the datanode identities holding each
+// block (by block index).
+func replicaCounts(ctx context.Context, cl *client.Client, p string) (map[uint64][]string, error) {
+	out := map[uint64][]string{}
+	err := cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		clear(out)
+		fi, err := tx.Lookup(ctx, p)
+		if err != nil {
+			return err
+		}
+		xs, err := tx.Blocks(ctx, fi.Ino)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			for k := uint64(0); k < uint64(x.Count); k++ {
+				for _, r := range x.Replicas {
+					out[x.Index+k] = append(out[x.Index+k], r.Datanode)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// replicasWrong describes how file p's replicas differ from want replicas
+// per block on distinct datanodes, none of them in avoid ("" if they do
+// not).
+func replicasWrong(ctx context.Context, cl *client.Client, p string, want int, avoid map[string]bool) string {
+	blocks, err := replicaCounts(ctx, cl, p)
+	if err != nil {
+		return err.Error()
+	}
+	for idx, nodes := range blocks {
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			if avoid[n] {
+				return fmt.Sprintf("%s: block %d has a replica on datanode %s", p, idx, n)
+			}
+			seen[n] = true
+		}
+		if len(nodes) != want || len(seen) != want {
+			return fmt.Sprintf("%s: block %d has replicas on %v, want %d", p, idx, nodes, want)
+		}
+	}
+	return ""
+}
+
+// awaitReplicas polls until every file has want replicas per block (none
+// in avoid) and fsck finds no problem, for at most limit.
+func awaitReplicas(t *testing.T, c *clustertest.Procs, cl *client.Client, files map[string][]byte, want int, avoid map[string]bool, limit time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(limit)
+	for {
+		wrong := ""
+		for p := range files {
+			if wrong = replicasWrong(ctx, cl, p, want, avoid); wrong != "" {
+				break
+			}
+		}
+		if wrong == "" {
+			out, code := c.Run(nil, "fsck")
+			if code == 0 && strings.Contains(out, " 0 problems") {
+				return
+			}
+			wrong = fmt.Sprintf("fsck exit %d:\n%s", code, out)
+		}
+		if time.Now().After(deadline) {
+			status, _ := c.Run(nil, "admin", "datanodes")
+			t.Fatalf("after %v: %s\n%s", limit, wrong, status)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition, not timing the test
+	}
+}
+
+// checkContents reads every file back and compares it byte for byte.
+func checkContents(t *testing.T, c *clustertest.Procs, files map[string][]byte) {
+	t.Helper()
+	for p, err := range readAll(t, c, files, true) {
+		t.Errorf("read %s: %v", p, err)
+	}
+}
+
+// identityOf returns the identity of datanode process p.
+func identityOf(t *testing.T, c *clustertest.Procs, p *clustertest.Proc) string {
+	t.Helper()
+	id := datanodeIdentities(t, c)[p.Addr]
+	if id == "" {
+		t.Fatalf("no datanode registered at %s", p.Addr)
+	}
+	return id
+}
+
+// TestReReplicationAfterDatanodeDeath: with 3 datanodes and replication
+// 2, one datanode is killed for good while files are being written; once
+// it has been dead for the namenode's -dead-after, every acknowledged file
+// is back at 2 replicas on the survivors, byte for byte, and fsck is
+// clean.
+func TestReReplicationAfterDatanodeDeath(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 64 << 20, NamenodeArgs: []string{"-dead-after", "2s"}})
+	victim := identityOf(t, c, c.DNs[0])
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	files := map[string][]byte{}
+	stop := make(chan struct{})
+	written := make(chan struct{}, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := c.Client(client.Config{})
+		defer w.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := fmt.Sprintf("/f%03d", i)
+			data := randomBytes(t, 1+(i*37<<10)%(700<<10))
+			if _, err := w.CopyIn(ctx, bytes.NewReader(data), p, client.CopyOptions{Rep: 2}); err != nil {
+				continue // not acknowledged: it may or may not exist
+			}
+			mu.Lock()
+			files[p] = data
+			mu.Unlock()
+			written <- struct{}{}
+		}
+	}()
+	for range 6 {
+		<-written
+	}
+	c.Kill(c.DNs[0])
+	for range 6 {
+		<-written
+	}
+	close(stop)
+	<-done
+
+	if out := c.MustRun("admin", "datanodes"); !strings.Contains(out, "dead") && !strings.Contains(out, "down") {
+		t.Errorf("admin datanodes does not show the killed datanode down or dead:\n%s", out)
+	}
+	awaitReplicas(t, c, cl, files, 2, map[string]bool{victim: true}, 120*time.Second)
+	checkContents(t, c, files)
+	out := c.MustRun("admin", "datanodes")
+	if !strings.Contains(out, "dead") || !strings.Contains(out, "0 with no live replica") {
+		t.Errorf("admin datanodes after re-replication:\n%s", out)
+	}
+}
+
+// TestSetrepCarriedOut: raising a file's replication has the namenode copy
+// its blocks, lowering it trims the extra replicas.
+func TestSetrepCarriedOut(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 64 << 20})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	files := map[string][]byte{"/a": randomBytes(t, 1<<20+123), "/b": randomBytes(t, 5000)}
+	for p, data := range files {
+		writeFile(t, cl, p, data, 1)
+	}
+	awaitReplicas(t, c, cl, files, 1, nil, 60*time.Second)
+	c.MustRun("setrep", "3", "/a", "/b")
+	awaitReplicas(t, c, cl, files, 3, nil, 120*time.Second)
+	checkContents(t, c, files)
+	c.MustRun("setrep", "1", "/a", "/b")
+	awaitReplicas(t, c, cl, files, 1, nil, 120*time.Second)
+	checkContents(t, c, files)
+	// The trimmed replicas' blocks are free again once nobody can read
+	// them: the datanodes together use what the files need.
+	var status struct {
+		Used uint64 `json:"used"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var used uint64
+		for _, line := range strings.Split(strings.TrimSpace(c.MustRun("admin", "datanodes", "-json")), "\n") {
+			if err := json.Unmarshal([]byte(line), &status); err != nil {
+				t.Fatalf("admin datanodes -json: %v: %s", err, line)
+			}
+			used += status.Used
+		}
+		bs := uint64(c.Opts.Blocksize)
+		want := ((1<<20+123+bs-1)/bs + 1) * bs // /a's blocks and /b's one, once each
+		if used == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("datanodes use %d bytes after setrep 1, want %d", used, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestDrainUnderReader: draining a datanode moves every replica off it
+// while a reader keeps reading every file without an error; the datanode
+// ends empty and the files are intact.
+func TestDrainUnderReader(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 64 << 20})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	files := map[string][]byte{}
+	for i := range 8 {
+		p := fmt.Sprintf("/d%d", i)
+		files[p] = randomBytes(t, 1+i*150<<10)
+		writeFile(t, cl, p, files[p], 2)
+	}
+	drained := identityOf(t, c, c.DNs[1])
+
+	stop := make(chan struct{})
+	var reads int
+	readErr := make(chan error, 1)
+	go func() {
+		r := c.Client(client.Config{NoShortCircuit: true})
+		defer r.Close()
+		for {
+			for p, want := range files {
+				select {
+				case <-stop:
+					readErr <- nil
+					return
+				default:
+				}
+				var got []byte
+				err := r.Txn(context.Background(), func(ctx context.Context, tx *client.Txn) error {
+					f, err := tx.Open(ctx, p)
+					if err != nil {
+						return err
+					}
+					got, err = io.ReadAll(f)
+					return err
+				})
+				if err == nil && !bytes.Equal(got, want) {
+					err = fmt.Errorf("read %d bytes, not the %d written", len(got), len(want))
+				}
+				if err != nil {
+					readErr <- fmt.Errorf("reader during the drain: %s: %w", p, err)
+					return
+				}
+				reads++
+			}
+		}
+	}()
+	c.MustRun("admin", "datanode", "drain", drained)
+	// Polled with a deadline here ('drain -wait' has none).
+	for deadline := time.Now().Add(120 * time.Second); ; {
+		row := datanodeRowOf(t, c, drained)
+		if row.Service == "drained" && row.Replicas == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("datanode %s not drained after 120s: %+v\n%s", drained, row, c.MustRun("admin", "datanodes"))
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition, not timing the test
+	}
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
+	}
+	if out := c.MustRun("admin", "datanode", "drain", drained, "-wait"); !strings.HasSuffix(out, "drained\n") {
+		t.Errorf("drain -wait of a drained datanode:\n%s", out)
+	}
+	t.Logf("%d reads during the drain", reads)
+	awaitReplicas(t, c, cl, files, 2, map[string]bool{drained: true}, 60*time.Second)
+	checkContents(t, c, files)
+	// New files go elsewhere; enabling it puts it back in service.
+	writeFile(t, cl, "/after", randomBytes(t, 300<<10), 2)
+	if w := replicasWrong(context.Background(), cl, "/after", 2, map[string]bool{drained: true}); w != "" {
+		t.Errorf("a file written after the drain: %s", w)
+	}
+	c.MustRun("admin", "datanode", "enable", drained)
+	if out := c.MustRun("admin", "datanodes"); !strings.Contains(out, "in service") || strings.Contains(out, "drain") {
+		t.Errorf("after enable:\n%s", out)
+	}
+}
+
+// datanodeStatusRow is a row of 'plasma admin datanodes -json'.
+type datanodeStatusRow struct {
+	Identity string `json:"identity"`
+	Service  string `json:"service"`
+	Replicas uint64 `json:"replicas"`
+	Used     uint64 `json:"used"`
+}
+
+// datanodeRowOf returns the row of the datanode with identity id.
+func datanodeRowOf(t *testing.T, c *clustertest.Procs, id string) datanodeStatusRow {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(c.MustRun("admin", "datanodes", "-json")), "\n") {
+		var row datanodeStatusRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("admin datanodes -json: %v: %s", err, line)
+		}
+		if row.Identity == id {
+			return row
+		}
+	}
+	t.Fatalf("admin datanodes -json lists no datanode %s", id)
+	return datanodeStatusRow{}
+}
