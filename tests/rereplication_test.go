@@ -186,6 +186,26 @@ func TestSetrepCarriedOut(t *testing.T) {
 	c.MustRun("setrep", "3", "/a", "/b")
 	awaitReplicas(t, c, cl, files, 3, nil, 120*time.Second)
 	checkContents(t, c, files)
+
+	// The new replicas are recorded durably: after a crash of the
+	// namenode they are there, and not because it copied them again.
+	if err := cl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	c.Kill(c.NN)
+	c.StartNamenode()
+	c.WaitLive(3)
+	cl = c.Client(client.Config{})
+	defer cl.Close()
+	for p := range files {
+		if w := replicasWrong(context.Background(), cl, p, 3, nil); w != "" {
+			t.Fatalf("after a namenode crash: %s", w)
+		}
+	}
+	if out := c.MustRun("admin", "datanodes"); !strings.Contains(out, "since start 0 copied") {
+		t.Fatalf("the restarted namenode copied blocks again:\n%s", out)
+	}
 	c.MustRun("setrep", "1", "/a", "/b")
 	awaitReplicas(t, c, cl, files, 1, nil, 120*time.Second)
 	checkContents(t, c, files)

@@ -50,7 +50,14 @@ func (n *Namenode) scheduleCopies() {
 	rp := n.repl
 	now := time.Now()
 	live := n.nodes.live()
-	for _, it := range rp.last.queue {
+	inflight := map[uint64][]*copyTask{}
+	for t := range rp.tasks {
+		inflight[t.ino] = append(inflight[t.ino], t)
+	}
+	for _, it := range rp.queued() {
+		if overlaps(inflight[it.ino], it.x) {
+			continue // scheduled already; its file is scanned again once the copy ends
+		}
 		src := n.pickSource(it.x, now)
 		if src == nil {
 			continue
@@ -74,6 +81,7 @@ func (n *Namenode) scheduleCopies() {
 		t.srcAddr, t.dstAddr = n.nodes.get(src.Node).info.Addr, dst.info.Addr
 		n.copyTickets(t)
 		rp.tasks[t] = struct{}{}
+		inflight[t.ino] = append(inflight[t.ino], t)
 		rp.busy[src.Node]++
 		rp.busy[dst.ID]++
 		n.wg.Add(1)
@@ -235,6 +243,7 @@ func (n *Namenode) finishCopy(t *copyTask, err error) {
 	delete(rp.tasks, t)
 	rp.busy[t.src.Node]--
 	rp.busy[t.dst.Node]--
+	rp.dirty[t.ino] = true
 	in := n.ns.inodes[t.ino]
 	var xs []wire.Extent
 	switch {

@@ -72,7 +72,7 @@ func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 // request (as costly as one background scan; admin commands and fsck
 // ask, rarely).
 func (n *Namenode) freshStatus() *wire.Response {
-	n.replicationScan(time.Now())
+	n.replicationScan(time.Now(), nil)
 	n.scheduleCopies()
 	return n.replicationStatus()
 }
@@ -85,7 +85,7 @@ func (n *Namenode) replicationStatus() *wire.Response {
 	now := time.Now()
 	s := rp.last
 	var queued, inflight uint64
-	for _, it := range s.queue {
+	for _, it := range rp.queued() {
 		queued += uint64(it.x.Count)
 	}
 	var tasks []string

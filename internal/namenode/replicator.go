@@ -2,7 +2,9 @@ package namenode
 
 // Re-replication: the namenode keeps every file's blocks at the file's
 // replication by itself. A background scan (replicationScan) classifies
-// each extent's replicas by the state of their datanodes, trims replicas a
+// each extent's replicas by the state of their datanodes (every file when
+// a datanode's state changed, else only the files commits or copies
+// touched since the last scan), trims replicas a
 // block no longer needs at once (a commit of the new block list; their
 // blocks are freed once that commit is durable and no transaction that
 // could read them is left), and queues the blocks that lack replicas, the
@@ -36,9 +38,14 @@ const (
 // maxTaskBlocks bounds the blocks of one copy task (one commit each).
 const maxTaskBlocks = 32
 
-// scanInterval is how often the replicator looks at every file when
-// nothing wakes it earlier (a copy ending, an admin command).
-const scanInterval = time.Second
+// scanInterval is how often the replicator looks at the files that
+// changed, when nothing wakes it earlier (a copy ending); fullScanInterval
+// how often it looks at every file even if no datanode changed state (to
+// retry what failed).
+const (
+	scanInterval     = time.Second
+	fullScanInterval = time.Minute
+)
 
 // replicator is the namenode's re-replication state.
 //
@@ -55,16 +62,21 @@ type replicator struct {
 	// committer takes the change (nnStore.internal): then they wait in
 	// Namenode.frees for that batch to be durable.
 	trimFrees map[*meta.Change][]run
-	last      repScan
-	copied    uint64 // blocks copied and attached since start
-	trimmed   uint64 // replicas (blocks) trimmed since start
-	failed    uint64 // copy tasks that failed
+	// queue holds each file's extents that lack replicas, from the
+	// file's last scan; dirty the files to scan again.
+	queue    map[uint64][]repItem
+	dirty    map[uint64]bool
+	nodeSig  []uint64  // the datanodes' states at the last full scan
+	lastFull time.Time // when it was
+	last     repScan   // the totals of the last full scan
+	copied   uint64    // blocks copied and attached since start
+	trimmed  uint64    // replicas (blocks) trimmed since start
+	failed   uint64    // copy tasks that failed
 }
 
-// repScan is what one scan found.
+// repScan is what a full scan counted.
 type repScan struct {
 	at      time.Time
-	queue   []repItem
 	under   uint64            // blocks with fewer good replicas than wanted
 	lost    uint64            // blocks with no replica that can be read now
 	waiting uint64            // under-replicated blocks waiting for a dead datanode's DeadAfter
@@ -81,7 +93,8 @@ type repItem struct {
 
 func newReplicator(deadAfter time.Duration, perNode int) *replicator {
 	return &replicator{deadAfter: deadAfter, perNode: perNode, started: time.Now(), draining: map[uint32]bool{},
-		tasks: map[*copyTask]struct{}{}, busy: map[uint32]int{}, kick: make(chan struct{}, 1), trimFrees: map[*meta.Change][]run{}}
+		tasks: map[*copyTask]struct{}{}, busy: map[uint32]int{}, kick: make(chan struct{}, 1), trimFrees: map[*meta.Change][]run{},
+		queue: map[uint64][]repItem{}, dirty: map[uint64]bool{}}
 }
 
 // wake makes the replicator scan soon (never blocks).
@@ -131,10 +144,48 @@ func (n *Namenode) replicatorLoop() {
 		}
 		n.mu.Lock()
 		if n.failed() == nil {
-			n.replicationScan(time.Now())
-			n.scheduleCopies()
+			n.replicationTick(time.Now())
 		}
 		n.mu.Unlock()
+	}
+}
+
+// replicationTick scans what needs it and starts copies. Called with n.mu
+// held.
+func (n *Namenode) replicationTick(now time.Time) {
+	rp := n.repl
+	switch {
+	case !slices.Equal(n.nodeSignature(now), rp.nodeSig) || now.Sub(rp.lastFull) >= fullScanInterval:
+		n.replicationScan(now, nil)
+	case len(rp.dirty) > 0:
+		n.replicationScan(now, rp.dirty)
+	}
+	n.scheduleCopies()
+}
+
+// nodeSignature describes every datanode's state as the replicator sees
+// it: when it changes, every file is scanned.
+func (n *Namenode) nodeSignature(now time.Time) []uint64 {
+	var sig []uint64
+	for dn := range n.nodes.all() {
+		st := uint64(n.repl.state(dn, now))
+		if dn.Enabled {
+			st |= 8
+		}
+		sig = append(sig, uint64(dn.ID)<<8|st)
+	}
+	slices.Sort(sig)
+	return sig
+}
+
+// note marks the files a commit changed for the next scan. Called with
+// n.mu held.
+func (rp *replicator) note(c *meta.Change) {
+	for ino := range c.Blocks {
+		rp.dirty[ino] = true
+	}
+	for _, a := range c.PutInodes {
+		rp.dirty[a.Ino] = true
 	}
 }
 
@@ -154,9 +205,10 @@ func (n *Namenode) busyInodes() map[uint64]bool {
 	return busy
 }
 
-// replicationScan looks at every file's blocks: it trims surplus replicas
+// replicationScan looks at the blocks of the files in only (nil: of
+// every file, and counts them for the status): it trims surplus replicas
 // and queues the blocks that lack some. Called with n.mu held.
-func (n *Namenode) replicationScan(now time.Time) {
+func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 	rp := n.repl
 	busy := n.busyInodes()
 	inflight := map[uint64][]*copyTask{}
@@ -168,9 +220,13 @@ func (n *Namenode) replicationScan(now time.Time) {
 		s.moveOff[t.leaving] += uint64(t.count)
 	}
 	trimmedAny := false
-	for ino, in := range n.ns.inodes {
-		if in.attr.Type != wire.TypeFile || len(in.blocks) == 0 {
-			continue
+	scan := func(ino uint64, in *inode) {
+		delete(rp.queue, ino)
+		if in == nil || in.attr.Type != wire.TypeFile || len(in.blocks) == 0 {
+			return
+		}
+		if busy[ino] || len(inflight[ino]) > 0 {
+			rp.dirty[ino] = true // again once its transaction or copy ended
 		}
 		var out []wire.Extent // the trimmed list, once something is trimmed
 		var freed []run
@@ -193,16 +249,38 @@ func (n *Namenode) replicationScan(now time.Time) {
 			trimmedAny = true
 		}
 	}
+	rp.dirty = map[uint64]bool{} // only is the old one, or nil
+	if only == nil {
+		clear(rp.queue) // also of files deleted meanwhile
+		for ino, in := range n.ns.inodes {
+			scan(ino, in)
+		}
+	} else {
+		for ino := range only {
+			scan(ino, n.ns.inodes[ino])
+		}
+	}
 	if trimmedAny {
 		n.epoch++ // transactions that began before may still read the trimmed replicas
 	}
-	slices.SortFunc(s.queue, func(a, b repItem) int {
+	if only == nil {
+		rp.last, rp.lastFull, rp.nodeSig = s, now, n.nodeSignature(now)
+	}
+}
+
+// queued returns the queued extents, most endangered first.
+func (rp *replicator) queued() []repItem {
+	var out []repItem
+	for _, items := range rp.queue {
+		out = append(out, items...)
+	}
+	slices.SortFunc(out, func(a, b repItem) int {
 		if c := cmp.Compare(a.present, b.present); c != 0 {
 			return c
 		}
 		return cmp.Or(cmp.Compare(a.ino, b.ino), cmp.Compare(a.x.Index, b.x.Index))
 	})
-	rp.last = s
+	return out
 }
 
 // classifyExtent counts x into s and decides its replicas: those to keep
@@ -240,7 +318,7 @@ func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Exte
 			}
 		}
 		if !frozen {
-			s.queue = append(s.queue, repItem{ino: ino, x: x, present: present})
+			rp.queue[ino] = append(rp.queue[ino], repItem{ino: ino, x: x, present: present})
 		}
 		return x.Replicas, nil
 	case good < want:
