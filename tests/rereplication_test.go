@@ -340,3 +340,49 @@ func datanodeRowOf(t *testing.T, c *clustertest.Procs, id string) datanodeStatus
 	t.Fatalf("admin datanodes -json lists no datanode %s", id)
 	return datanodeStatusRow{}
 }
+
+// TestReturningDatanodeStaleReplicas: a datanode that comes back after its
+// replicas were replaced (the files meanwhile rewritten or deleted) serves
+// none of its old blocks as current: the files keep their replicas on the
+// others, and new files that get blocks on it read back byte for byte.
+func TestReturningDatanodeStaleReplicas(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 64 << 20, NamenodeArgs: []string{"-dead-after", "1s"}})
+	victim := identityOf(t, c, c.DNs[0])
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	files := map[string][]byte{}
+	for i := range 6 {
+		p := fmt.Sprintf("/s%d", i)
+		files[p] = randomBytes(t, 100<<10+i*77<<10)
+		writeFile(t, cl, p, files[p], 2)
+	}
+	c.Kill(c.DNs[0])
+	awaitReplicas(t, c, cl, files, 2, map[string]bool{victim: true}, 120*time.Second)
+	// While it is away, files change: its blocks hold what no file holds.
+	for i, p := range []string{"/s0", "/s1", "/s2"} {
+		c.MustRun("rm", p)
+		if i == 0 {
+			delete(files, p)
+			continue
+		}
+		files[p] = randomBytes(t, len(files[p]))
+		writeFile(t, cl, p, files[p], 2)
+	}
+	c.StartDatanode(c.DNs[0])
+	c.WaitLive(3)
+	awaitReplicas(t, c, cl, files, 2, map[string]bool{victim: true}, 60*time.Second)
+	checkContents(t, c, files)
+	// New files of replication 3 have a replica on it, written over its
+	// stale blocks, and read back right from every replica.
+	fresh := map[string][]byte{}
+	for i := range 4 {
+		p := fmt.Sprintf("/new%d", i)
+		fresh[p] = randomBytes(t, 200<<10+i*50<<10)
+		writeFile(t, cl, p, fresh[p], 3)
+	}
+	awaitReplicas(t, c, cl, fresh, 3, nil, 60*time.Second)
+	checkContents(t, c, fresh)
+	for p, err := range readAll(t, c, fresh, false) {
+		t.Errorf("read %s (short-circuit): %v", p, err)
+	}
+}

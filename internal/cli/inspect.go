@@ -282,9 +282,17 @@ func awaitDatanodes(ctx context.Context, c *client.Client, limit time.Duration) 
 		if err != nil {
 			return err
 		}
+		// Not for a datanode the namenode declared dead whose replicas it
+		// replaced: it holds nothing to check.
+		empty := map[uint32]bool{}
+		if st, err := c.ReplicationStatus(ctx); err == nil {
+			for _, n := range st.Nodes {
+				empty[n.ID] = n.State == "dead" && n.Replicas == 0
+			}
+		}
 		var missing []string
 		for _, n := range nodes {
-			if n.Enabled && !n.Alive {
+			if n.Enabled && !n.Alive && !empty[n.ID] {
 				missing = append(missing, escapeName(n.Identity))
 			}
 		}
