@@ -22,9 +22,12 @@ type ReplicationStatus struct {
 	Lost    uint64 `json:"lost"`
 	// Since the namenode started: blocks copied and attached, replicas
 	// trimmed (surplus, or replaced), copy tasks that failed.
-	Copied  uint64           `json:"copied"`
-	Trimmed uint64           `json:"trimmed"`
-	Failed  uint64           `json:"failed"`
+	Copied  uint64 `json:"copied"`
+	Trimmed uint64 `json:"trimmed"`
+	Failed  uint64 `json:"failed"`
+	// Damaged counts replicas datanodes' scrubbers reported damaged that
+	// are still listed (being replaced, or the block's only replica).
+	Damaged uint64           `json:"damaged"`
 	Nodes   []DatanodeStatus `json:"-"`
 	Copies  []string         `json:"copies"` // the copies in flight, one line each
 }
@@ -46,7 +49,7 @@ var nodeStates = []string{"in service", "down", "dead", "disabled", "draining", 
 
 // Status counters: the head, then per datanode (namenode/nodeadmin.go).
 const (
-	statusHead    = 8
+	statusHead    = 9
 	statusPerNode = 6
 )
 
@@ -73,7 +76,7 @@ func (c *Client) nodeAdmin(ctx context.Context, op string, id uint32) (Replicati
 	if len(cs) != statusHead+statusPerNode*len(r.Nodes) {
 		return ReplicationStatus{}, fmt.Errorf("datanode status: the namenode answered %d counters for %d datanodes", len(cs), len(r.Nodes))
 	}
-	s := ReplicationStatus{Queued: cs[0], InFlight: cs[1], Under: cs[2], Lost: cs[3], Waiting: cs[4], Copied: cs[5], Trimmed: cs[6], Failed: cs[7], Copies: r.Paths}
+	s := ReplicationStatus{Queued: cs[0], InFlight: cs[1], Under: cs[2], Lost: cs[3], Waiting: cs[4], Copied: cs[5], Trimmed: cs[6], Failed: cs[7], Damaged: cs[8], Copies: r.Paths}
 	for i, n := range r.Nodes {
 		v := cs[statusHead+statusPerNode*i:]
 		st := "unknown"

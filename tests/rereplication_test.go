@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -385,4 +387,85 @@ func TestReturningDatanodeStaleReplicas(t *testing.T) {
 	for p, err := range readAll(t, c, fresh, false) {
 		t.Errorf("read %s (short-circuit): %v", p, err)
 	}
+}
+
+// replicaRuns returns the (datanode address, block) of each replica of
+// block idx of file p.
+func replicaRuns(ctx context.Context, cl *client.Client, p string, idx uint64) ([][2]any, error) {
+	var out [][2]any
+	err := cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+		out = out[:0]
+		fi, err := tx.Lookup(ctx, p)
+		if err != nil {
+			return err
+		}
+		xs, err := tx.Blocks(ctx, fi.Ino)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			if x.Index <= idx && idx < x.Index+uint64(x.Count) {
+				for _, r := range x.Replicas {
+					out = append(out, [2]any{r.Addr, r.Start + idx - x.Index})
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TestScrubHealsDamagedBlock: a byte flipped in a block on a datanode's
+// disk is found by that datanode's scrubber and the replica is replaced
+// from the good one, before anybody reads the file; then the file reads
+// back byte for byte and fsck is clean.
+func TestScrubHealsDamagedBlock(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 16 << 20, DatanodeArgs: []string{"-scrub-interval", "1s", "-scrub-rate", "1073741824"}})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ctx := context.Background()
+	files := map[string][]byte{"/s": randomBytes(t, 300<<10)}
+	writeFile(t, cl, "/s", files["/s"], 2)
+	const idx = 2
+	runs, err := replicaRuns(ctx, cl, "/s", idx)
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("replicas of block %d: %v %v", idx, runs, err)
+	}
+	damaged := runs[0]
+	var dir string
+	for _, p := range c.DNs {
+		if p.Addr == damaged[0].(string) {
+			dir = p.Dir
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "data"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(damaged[1].(uint64))*c.Opts.Blocksize + 1000
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// No read of /s until the damaged replica is replaced.
+	for deadline := time.Now().Add(120 * time.Second); ; {
+		runs, err := replicaRuns(ctx, cl, "/s", idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 2 && runs[0] != damaged && runs[1] != damaged {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("block %d replicas after 120s: %v, the damaged one is %v\n%s", idx, runs, damaged, c.MustRun("admin", "datanodes"))
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition, not timing the test
+	}
+	awaitReplicas(t, c, cl, files, 2, nil, 60*time.Second)
+	checkContents(t, c, files)
 }

@@ -282,6 +282,9 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	ticketKey := f.String("ticket-key", "", "file with the ticket key shared with the namenode (without it, tickets are not checked)")
 	var receiveMem int64 = 1 << 30
 	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
+	scrubEvery := f.durationRange("scrub-interval", 7*24*time.Hour, 0, 365*24*time.Hour, "start a pass of the scrubber, which checks every block's checksum and reports damaged\nones to the namenode, this often (0: no scrubbing)")
+	var scrubRate int64 = 8 << 20
+	f.sizeRange(&scrubRate, "scrub-rate", 64<<10, 1<<40, "bytes a second the scrubber reads at most (a few percent of a disk's bandwidth)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -302,7 +305,8 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	log := logger(*level)
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
-		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
+		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem),
+		ScrubInterval: *scrubEvery, ScrubRate: scrubRate})
 	if err != nil {
 		return err
 	}

@@ -79,8 +79,8 @@ Then the namenode's replication queue. Superuser only.`, true)
 
 // printReplication prints the replication queue and the copies in flight.
 func printReplication(w io.Writer, s client.ReplicationStatus) {
-	fmt.Fprintf(w, "replication: %d blocks queued, %d being copied, %d under-replicated (%d waiting for down datanodes), %d with no live replica; since start %d copied, %d trimmed, %d copies failed\n",
-		s.Queued, s.InFlight, s.Under, s.Waiting, s.Lost, s.Copied, s.Trimmed, s.Failed)
+	fmt.Fprintf(w, "replication: %d blocks queued, %d being copied, %d under-replicated (%d waiting for down datanodes), %d with no live replica, %d damaged replicas reported; since start %d copied, %d trimmed, %d copies failed\n",
+		s.Queued, s.InFlight, s.Under, s.Waiting, s.Lost, s.Damaged, s.Copied, s.Trimmed, s.Failed)
 	for _, c := range s.Copies {
 		fmt.Fprintf(w, "  copying %s\n", escapeText(c))
 	}

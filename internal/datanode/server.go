@@ -44,6 +44,11 @@ type Config struct {
 	// together hold between reading and storing them (default 1 GiB, at
 	// least four blocks).
 	ReceiveMemory int
+	// ScrubInterval is how often the scrubber starts a pass over the
+	// volume, ScrubRate the most bytes a second it reads (scrub.go);
+	// ScrubInterval 0 turns it off.
+	ScrubInterval time.Duration
+	ScrubRate     int64
 }
 
 // Server serves one volume over the data protocol.
@@ -65,6 +70,8 @@ type Server struct {
 	// stored (Config.ReceiveMemory).
 	received *connlimit.Budget
 	stop     chan struct{}
+	bad      chan badBlock // found by the scrubber, for the namenode
+	scrubbed atomic.Uint64 // damaged blocks the scrubber found
 	wg       sync.WaitGroup
 }
 
@@ -105,7 +112,8 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.ReceiveMemory == 0 {
 		cfg.ReceiveMemory = 1 << 30
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{}}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{},
+		bad: make(chan badBlock, 1024)}
 	if cfg.TicketKey != nil {
 		s.floor.refuseAll() // until the namenode says which tickets are current
 	}
@@ -143,6 +151,10 @@ func (s *Server) Register(ctx context.Context, addr, socket string) error {
 		if err == nil {
 			s.wg.Add(1)
 			go s.heartbeats(c, addr, socket)
+			if s.cfg.ScrubInterval > 0 && s.cfg.ScrubRate > 0 {
+				s.wg.Add(1)
+				go s.scrub()
+			}
 			return nil
 		}
 		if !errors.As(err, new(unreachableError)) || ctx.Err() != nil {
@@ -245,6 +257,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 		}
 		if err == nil {
 			s.revoke(resp.Counters)
+			s.reportBad(c)
 		}
 		if err != nil {
 			s.log.Warn("lost namenode connection", "err", err)

@@ -73,7 +73,7 @@ func (n *Namenode) scheduleCopies() {
 		t := &copyTask{ino: it.ino, index: it.x.Index, count: uint32(k), crc: it.x.CRC[:k], gen: it.x.Gen,
 			src: *src, dst: wire.Run{Node: dst.ID, Start: start}, started: now}
 		for _, r := range it.x.Replicas {
-			if st := rp.state(n.nodes.get(r.Node), now); st == repLeaving || st == repGone {
+			if st := n.replicaState(r, it.x, now); st == repLeaving || st == repGone {
 				t.leaving = r.Node
 				break
 			}
@@ -97,7 +97,7 @@ func (n *Namenode) pickSource(x wire.Extent, now time.Time) *wire.Run {
 	var best []wire.Run
 	bestState := repAway
 	for _, r := range x.Replicas {
-		st := rp.state(n.nodes.get(r.Node), now)
+		st := n.replicaState(r, x, now)
 		if (st != repGood && st != repLeaving) || rp.busy[r.Node] >= rp.perNode {
 			continue
 		}

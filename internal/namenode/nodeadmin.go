@@ -26,7 +26,7 @@ const (
 // statusHead is how many counters precede the per-datanode ones in a
 // status answer, and statusPerNode how many each datanode has.
 const (
-	statusHead    = 8
+	statusHead    = 9
 	statusPerNode = 6
 )
 
@@ -101,7 +101,7 @@ func (n *Namenode) replicationStatus() *wire.Response {
 		}
 	}
 	nodes := n.nodeList()
-	c := []uint64{queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed}
+	c := []uint64{queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed, uint64(len(rp.bad))}
 	for _, ni := range nodes {
 		dn := n.nodes.get(ni.ID)
 		seen := uint64(0)
@@ -127,4 +127,24 @@ func (n *Namenode) nodeState(dn *dnode, now time.Time, s repScan) uint64 {
 		return nodeDisabled
 	}
 	return nodeInService
+}
+
+// opBadBlock: a datanode's scrubber found its block q.Index failing its
+// recorded checksum q.Count. The replica counts for nothing from now on if
+// that is the committed version's checksum (a block being written, whose
+// entry is not recorded yet, is not condemned): the next scan copies the
+// block from a good replica and then trims this one.
+func (n *Namenode) opBadBlock(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Node == nil {
+		return nil, fail(wire.ErrCodeInvalid, "bad block report without node")
+	}
+	dn := n.nodes.lookup(q.Node.Identity)
+	if dn == nil || dn.conn != c {
+		return nil, fail(wire.ErrCodeInvalid, "bad block report from an unregistered datanode")
+	}
+	n.log.Warn("datanode reports a damaged block", "node", dn.Identity, "block", q.Index)
+	n.repl.bad[wire.Run{Node: dn.ID, Start: q.Index}] = uint32(q.Count)
+	n.repl.forceFull = true
+	n.repl.wake()
+	return &wire.Response{}, nil
 }

@@ -87,6 +87,7 @@ func init() {
 		}},
 		wire.OpDelegate:  {opOutsideTxn, (*Namenode).opDelegate},
 		wire.OpNodeAdmin: {opSuperuser, (*Namenode).opNodeAdmin},
+		wire.OpBadBlock:  {opDatanode, (*Namenode).opBadBlock},
 		wire.OpDropReplicas: {opNeedsTxn, func(n *Namenode, _ *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return nil, n.dropReplicas(tx, q.Pref)
 		}},

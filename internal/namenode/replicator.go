@@ -69,9 +69,15 @@ type replicator struct {
 	nodeSig  []uint64  // the datanodes' states at the last full scan
 	lastFull time.Time // when it was
 	last     repScan   // the totals of the last full scan
-	copied   uint64    // blocks copied and attached since start
-	trimmed  uint64    // replicas (blocks) trimmed since start
-	failed   uint64    // copy tasks that failed
+	// bad holds the replicas (of one block each) datanodes reported
+	// damaged, with the checksum they failed: such a replica counts for
+	// nothing if that is its committed checksum. forceFull asks for a
+	// full scan.
+	bad       map[wire.Run]uint32
+	forceFull bool
+	copied    uint64 // blocks copied and attached since start
+	trimmed   uint64 // replicas (blocks) trimmed since start
+	failed    uint64 // copy tasks that failed
 }
 
 // repScan is what a full scan counted.
@@ -94,7 +100,7 @@ type repItem struct {
 func newReplicator(deadAfter time.Duration, perNode int) *replicator {
 	return &replicator{deadAfter: deadAfter, perNode: perNode, started: time.Now(), draining: map[uint32]bool{},
 		tasks: map[*copyTask]struct{}{}, busy: map[uint32]int{}, kick: make(chan struct{}, 1), trimFrees: map[*meta.Change][]run{},
-		queue: map[uint64][]repItem{}, dirty: map[uint64]bool{}}
+		queue: map[uint64][]repItem{}, dirty: map[uint64]bool{}, bad: map[wire.Run]uint32{}}
 }
 
 // wake makes the replicator scan soon (never blocks).
@@ -155,7 +161,7 @@ func (n *Namenode) replicatorLoop() {
 func (n *Namenode) replicationTick(now time.Time) {
 	rp := n.repl
 	switch {
-	case !slices.Equal(n.nodeSignature(now), rp.nodeSig) || now.Sub(rp.lastFull) >= fullScanInterval:
+	case rp.forceFull || !slices.Equal(n.nodeSignature(now), rp.nodeSig) || now.Sub(rp.lastFull) >= fullScanInterval:
 		n.replicationScan(now, nil)
 	case len(rp.dirty) > 0:
 		n.replicationScan(now, rp.dirty)
@@ -220,6 +226,7 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 		s.moveOff[t.leaving] += uint64(t.count)
 	}
 	trimmedAny := false
+	matched := map[wire.Run]bool{} // damaged replicas still listed
 	scan := func(ino uint64, in *inode) {
 		delete(rp.queue, ino)
 		if in == nil || in.attr.Type != wire.TypeFile || len(in.blocks) == 0 {
@@ -230,13 +237,14 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 		}
 		var out []wire.Extent // the trimmed list, once something is trimmed
 		var freed []run
-		for i, x := range in.blocks {
+		xs := n.splitBad(in.blocks, matched)
+		for i, x := range xs {
 			keep, drop := n.classifyExtent(&s, ino, in, x, busy[ino] || overlaps(inflight[ino], x), now)
 			if drop == nil && out == nil {
 				continue
 			}
 			if out == nil {
-				out = append([]wire.Extent(nil), in.blocks[:i]...)
+				out = append([]wire.Extent(nil), xs[:i]...)
 			}
 			for _, r := range drop {
 				freed = append(freed, run{node: r.Node, start: r.Start, count: uint64(x.Count)})
@@ -264,8 +272,68 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 		n.epoch++ // transactions that began before may still read the trimmed replicas
 	}
 	if only == nil {
-		rp.last, rp.lastFull, rp.nodeSig = s, now, n.nodeSignature(now)
+		rp.last, rp.lastFull, rp.nodeSig, rp.forceFull = s, now, n.nodeSignature(now), false
+		for r := range rp.bad {
+			if !matched[r] {
+				delete(rp.bad, r) // not (or no longer) a listed replica of that version
+			}
+		}
 	}
+}
+
+// splitBad returns xs with every extent that has a replica reported
+// damaged cut into single blocks, so each can be judged alone, and notes
+// the damaged replicas found in matched.
+func (n *Namenode) splitBad(xs []wire.Extent, matched map[wire.Run]bool) []wire.Extent {
+	if len(n.repl.bad) == 0 {
+		return xs
+	}
+	var out []wire.Extent
+	for i, x := range xs {
+		if !n.hasBad(x, matched) {
+			if out != nil {
+				out = append(out, x)
+			}
+			continue
+		}
+		if out == nil {
+			out = append([]wire.Extent(nil), xs[:i]...)
+		}
+		for k := uint64(0); k < uint64(x.Count); k++ {
+			out = append(out, splitExtent(x, k, 1)[min(k, 1)])
+		}
+	}
+	if out == nil {
+		return xs
+	}
+	return out
+}
+
+// hasBad reports whether a replica of a block of x was reported damaged
+// in the version x holds, noting it in matched.
+func (n *Namenode) hasBad(x wire.Extent, matched map[wire.Run]bool) bool {
+	found := false
+	for _, r := range x.Replicas {
+		for k := uint64(0); k < uint64(x.Count); k++ {
+			b := wire.Run{Node: r.Node, Start: r.Start + k}
+			if crc, ok := n.repl.bad[b]; ok && crc == x.CRC[k] {
+				matched[b] = true
+				found = true
+			}
+		}
+	}
+	return found
+}
+
+// replicaState is the state of x's replica r: its datanode's, or gone if
+// r (a single block) was reported damaged in this version.
+func (n *Namenode) replicaState(r wire.Run, x wire.Extent, now time.Time) replicaState {
+	if x.Count == 1 && len(n.repl.bad) > 0 {
+		if crc, ok := n.repl.bad[r]; ok && crc == x.CRC[0] {
+			return repGone
+		}
+	}
+	return n.repl.state(n.nodes.get(r.Node), now)
 }
 
 // queued returns the queued extents, most endangered first.
@@ -292,7 +360,7 @@ func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Exte
 	var good, leaving, away int
 	for _, r := range x.Replicas {
 		s.blocks[r.Node] += uint64(x.Count)
-		switch rp.state(n.nodes.get(r.Node), now) {
+		switch n.replicaState(r, x, now) {
 		case repGood:
 			good++
 		case repLeaving:
@@ -313,7 +381,7 @@ func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Exte
 	switch {
 	case present < want:
 		for _, r := range x.Replicas {
-			if st := rp.state(n.nodes.get(r.Node), now); st == repLeaving || st == repGone {
+			if st := n.replicaState(r, x, now); st == repLeaving || st == repGone {
 				s.moveOff[r.Node] += cnt
 			}
 		}
@@ -331,7 +399,7 @@ func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Exte
 	// the most free space, and trim every other.
 	var goods []wire.Run
 	for _, r := range x.Replicas {
-		if rp.state(n.nodes.get(r.Node), now) == repGood {
+		if n.replicaState(r, x, now) == repGood {
 			goods = append(goods, r)
 		} else {
 			drop = append(drop, r)
@@ -373,6 +441,9 @@ func (n *Namenode) trim(ino uint64, in *inode, xs []wire.Extent, freed []run) {
 	n.repl.trimFrees[ch] = freed
 	for _, r := range freed {
 		n.repl.trimmed += r.count
+		if r.count == 1 {
+			delete(n.repl.bad, wire.Run{Node: r.node, Start: r.start})
+		}
 	}
 	n.deferChange(ch)
 }
