@@ -101,7 +101,8 @@ func (n *Namenode) replicationStatus() *wire.Response {
 		}
 	}
 	nodes := n.nodeList()
-	c := []uint64{queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed, uint64(len(rp.bad))}
+	c := make([]uint64, 0, statusHead+statusPerNode*len(nodes))
+	c = append(c, queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed, uint64(len(rp.bad)))
 	for _, ni := range nodes {
 		dn := n.nodes.get(ni.ID)
 		seen := uint64(0)
