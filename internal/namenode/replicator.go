@@ -160,6 +160,9 @@ func (n *Namenode) replicatorLoop() {
 // held.
 func (n *Namenode) replicationTick(now time.Time) {
 	rp := n.repl
+	// Trimmed blocks wait for the readers that began before the trim;
+	// without this they would be released only at the next commit.
+	n.releaseFrees()
 	switch {
 	case rp.forceFull || !slices.Equal(n.nodeSignature(now), rp.nodeSig) || now.Sub(rp.lastFull) >= fullScanInterval:
 		n.replicationScan(now, nil)
