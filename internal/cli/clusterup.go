@@ -309,7 +309,7 @@ func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor.Supervisor)
 // startNamenode starts the namenode and waits until it listens.
 func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor.Supervisor) error {
 	nnArgs := []string{"namenode", "-listen", u.nnAddr, "-db", filepath.Join(u.dir, "namenode.db"), "-cluster", u.name, "-blocksize", strconv.FormatInt(u.bs, 10),
-		"-security", u.sec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred}
+		"-security", u.sec, "-data-security", u.dataSec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred}
 	if u.relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}
