@@ -27,9 +27,11 @@ type ReplicationStatus struct {
 	Failed  uint64 `json:"failed"`
 	// Damaged counts replicas datanodes' scrubbers reported damaged that
 	// are still listed (being replaced, or the block's only replica).
-	Damaged uint64           `json:"damaged"`
-	Nodes   []DatanodeStatus `json:"-"`
-	Copies  []string         `json:"copies"` // the copies in flight, one line each
+	Damaged uint64 `json:"damaged"`
+	// Balancing: 'plasma admin balance' was asked and is not done.
+	Balancing bool             `json:"balancing"`
+	Nodes     []DatanodeStatus `json:"-"`
+	Copies    []string         `json:"copies"` // the copies in flight, one line each
 }
 
 // DatanodeStatus is a datanode as the replicator sees it.
@@ -49,7 +51,7 @@ var nodeStates = []string{"in service", "down", "dead", "disabled", "draining", 
 
 // Status counters: the head, then per datanode (namenode/nodeadmin.go).
 const (
-	statusHead    = 9
+	statusHead    = 10
 	statusPerNode = 6
 )
 
@@ -61,7 +63,9 @@ func (c *Client) ReplicationStatus(ctx context.Context) (ReplicationStatus, erro
 
 // DatanodeAdmin changes the service state of datanode id: "drain" (move
 // every replica off it, then it stays disabled), "disable" (no new
-// blocks), "enable" (back in service). It returns the status after the
+// blocks), "enable" (back in service); or, with id 0, "balance" (move
+// replicas from the fullest datanodes to the emptiest until every one is
+// within 5% of the average use). It returns the status after the
 // change (the drain goes on in the background).
 func (c *Client) DatanodeAdmin(ctx context.Context, op string, id uint32) (ReplicationStatus, error) {
 	return c.nodeAdmin(ctx, op, id)
@@ -76,7 +80,7 @@ func (c *Client) nodeAdmin(ctx context.Context, op string, id uint32) (Replicati
 	if len(cs) != statusHead+statusPerNode*len(r.Nodes) {
 		return ReplicationStatus{}, fmt.Errorf("datanode status: the namenode answered %d counters for %d datanodes", len(cs), len(r.Nodes))
 	}
-	s := ReplicationStatus{Queued: cs[0], InFlight: cs[1], Under: cs[2], Lost: cs[3], Waiting: cs[4], Copied: cs[5], Trimmed: cs[6], Failed: cs[7], Damaged: cs[8], Copies: r.Paths}
+	s := ReplicationStatus{Queued: cs[0], InFlight: cs[1], Under: cs[2], Lost: cs[3], Waiting: cs[4], Copied: cs[5], Trimmed: cs[6], Failed: cs[7], Damaged: cs[8], Balancing: cs[9] != 0, Copies: r.Paths}
 	for i, n := range r.Nodes {
 		v := cs[statusHead+statusPerNode*i:]
 		st := "unknown"

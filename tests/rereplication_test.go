@@ -469,3 +469,54 @@ func TestScrubHealsDamagedBlock(t *testing.T) {
 	awaitReplicas(t, c, cl, files, 2, nil, 60*time.Second)
 	checkContents(t, c, files)
 }
+
+// TestBalanceAfterAddingDatanode: after a datanode is added, 'plasma
+// admin balance' moves replicas to it until every datanode is within the
+// balancer's slack of the average use; the files stay intact.
+func TestBalanceAfterAddingDatanode(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 2, Size: 16 << 20})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	files := map[string][]byte{}
+	for i := range 12 {
+		p := fmt.Sprintf("/b%d", i)
+		files[p] = randomBytes(t, 1<<20)
+		writeFile(t, cl, p, files[p], 1)
+	}
+	added := c.AddDatanode()
+	c.WaitLive(3)
+	fresh := identityOf(t, c, added)
+	if out := c.MustRun("admin", "balance"); !strings.Contains(out, "balancing started") {
+		t.Fatalf("admin balance:\n%s", out)
+	}
+	type row struct {
+		Identity string `json:"identity"`
+		Capacity uint64 `json:"capacity"`
+		Replicas uint64 `json:"replicas"`
+	}
+	var spread float64
+	for deadline := time.Now().Add(120 * time.Second); ; {
+		lo, hi, onFresh := 1.0, 0.0, uint64(0)
+		for _, line := range strings.Split(strings.TrimSpace(c.MustRun("admin", "datanodes", "-json")), "\n") {
+			var r row
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			u := float64(r.Replicas*uint64(c.Opts.Blocksize)) / float64(r.Capacity)
+			lo, hi = min(lo, u), max(hi, u)
+			if r.Identity == fresh {
+				onFresh = r.Replicas
+			}
+		}
+		spread = hi - lo
+		if onFresh > 0 && spread <= 0.1 && strings.Contains(c.MustRun("admin", "balance"), "balanced") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not balanced after 120s (use spread %.2f, %d blocks on the new datanode):\n%s", spread, onFresh, c.MustRun("admin", "datanodes"))
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition, not timing the test
+	}
+	awaitReplicas(t, c, cl, files, 1, nil, 60*time.Second)
+	checkContents(t, c, files)
+}

@@ -175,3 +175,43 @@ func datanodeID(ctx context.Context, c *client.Client, arg string) (uint32, erro
 	}
 	return 0, fmt.Errorf("no datanode %q ('plasma admin datanodes' lists them)", arg)
 }
+
+// adminBalance moves replicas from the fullest datanodes to the emptiest.
+func adminBalance(ctx context.Context, args []string) error {
+	f := newFlags("admin balance", "[-wait]", `Move replicas from the datanodes that use more of their capacity than the
+average (by more than 5% of their capacity) to the emptiest ones, e.g. after a
+datanode was added; in the background, with the bounds of re-replication.
+Superuser only.`, true)
+	wait := f.Bool("wait", false, "report progress until the datanodes are balanced")
+	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
+		s, err := c.DatanodeAdmin(ctx, "balance", 0)
+		if err != nil {
+			return err
+		}
+		for !s.Balancing || *wait {
+			line := "balanced"
+			if s.Balancing {
+				line = fmt.Sprintf("balancing: %d blocks queued, %d being copied", s.Queued, s.InFlight)
+			}
+			fmt.Fprintln(stdout, line)
+			for _, n := range s.Nodes {
+				if n.Blocks > 0 && (n.State == "in service" || n.State == "disabled") {
+					fmt.Fprintf(stdout, "  datanode %d: %d of %d blocks (%.0f%%)\n", n.ID, n.Replicas, n.Blocks, 100*float64(n.Replicas)/float64(n.Blocks))
+				}
+			}
+			if !s.Balancing {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+			if s, err = c.ReplicationStatus(ctx); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(stdout, "balancing started ('plasma admin datanodes' shows the copies)")
+		return nil
+	})
+}

@@ -27,6 +27,7 @@ type copyTask struct {
 	// leaving is the datanode the copy replaces a replica of (draining
 	// or dead; 0: none), for the per-datanode queue lengths.
 	leaving          uint32
+	balanceFrom      uint32 // a balancing move off this datanode (0: none)
 	srcAddr, dstAddr string
 	readTicket       []byte
 	writeTicket      []byte
@@ -59,12 +60,15 @@ func (n *Namenode) scheduleCopies() {
 			continue // scheduled already; its file is scanned again once the copy ends
 		}
 		src := n.pickSource(it.x, now)
+		if it.from != 0 {
+			src = n.balanceSource(it)
+		}
 		if src == nil {
 			continue
 		}
 		dst := n.pickDestination(it.x, live)
-		if dst == nil {
-			continue
+		if dst == nil || (it.from != 0 && dst.used.free() <= n.nodes.get(it.from).used.free()) {
+			continue // a balancing move goes to an emptier datanode only
 		}
 		start, k := dst.used.alloc(uint64(min(it.x.Count, maxTaskBlocks)), 0)
 		if k == 0 {
@@ -78,6 +82,7 @@ func (n *Namenode) scheduleCopies() {
 				break
 			}
 		}
+		t.balanceFrom = it.from
 		t.srcAddr, t.dstAddr = n.nodes.get(src.Node).info.Addr, dst.info.Addr
 		n.copyTickets(t)
 		rp.tasks[t] = struct{}{}
@@ -113,6 +118,17 @@ func (n *Namenode) pickSource(x wire.Extent, now time.Time) *wire.Run {
 	}
 	r := best[rand.IntN(len(best))]
 	return &r
+}
+
+// balanceSource returns the replica a balancing move copies: the one on
+// the over-full datanode, if it has room for another copy.
+func (n *Namenode) balanceSource(it repItem) *wire.Run {
+	for _, r := range it.x.Replicas {
+		if r.Node == it.from && n.repl.busy[r.Node] < n.repl.perNode {
+			return &r
+		}
+	}
+	return nil
 }
 
 // pickDestination returns the live datanode in service with the most free

@@ -26,7 +26,7 @@ const (
 // statusHead is how many counters precede the per-datanode ones in a
 // status answer, and statusPerNode how many each datanode has.
 const (
-	statusHead    = 9
+	statusHead    = 10
 	statusPerNode = 6
 )
 
@@ -34,7 +34,13 @@ const (
 const maxStatusTasks = 100
 
 func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
-	if q.Path == "status" {
+	switch q.Path {
+	case "status":
+		return n.freshStatus(), nil
+	case "balance":
+		n.log.Info("balancing datanodes")
+		n.replicationScan(time.Now(), nil) // the plan starts from fresh counts
+		n.repl.balancing = true
 		return n.freshStatus(), nil
 	}
 	dn := n.nodes.get(uint32(q.Index))
@@ -53,7 +59,7 @@ func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 		rec.Enabled = true
 		delete(n.repl.draining, dn.ID)
 	default:
-		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, drain, disable, enable", q.Path)
+		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, balance, drain, disable, enable", q.Path)
 	}
 	n.log.Info("datanode state changed", "node", dn.Identity, "id", dn.ID, "op", q.Path)
 	if rec != dn.Datanode {
@@ -102,7 +108,7 @@ func (n *Namenode) replicationStatus() *wire.Response {
 	}
 	nodes := n.nodeList()
 	c := make([]uint64, 0, statusHead+statusPerNode*len(nodes))
-	c = append(c, queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed, uint64(len(rp.bad)))
+	c = append(c, queued, inflight, s.under, s.lost, s.waiting, rp.copied, rp.trimmed, rp.failed, uint64(len(rp.bad)), boolCounter(rp.balancing))
 	for _, ni := range nodes {
 		dn := n.nodes.get(ni.ID)
 		seen := uint64(0)
@@ -148,4 +154,11 @@ func (n *Namenode) opBadBlock(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request
 	n.repl.forceFull = true
 	n.repl.wake()
 	return &wire.Response{}, nil
+}
+
+func boolCounter(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -75,6 +75,7 @@ type replicator struct {
 	// full scan.
 	bad       map[wire.Run]uint32
 	forceFull bool
+	balancing bool   // plasma admin balance asked, not done yet
 	copied    uint64 // blocks copied and attached since start
 	trimmed   uint64 // replicas (blocks) trimmed since start
 	failed    uint64 // copy tasks that failed
@@ -95,6 +96,9 @@ type repItem struct {
 	ino     uint64
 	x       wire.Extent
 	present int // replicas counted (good or away)
+	// from, for a balancing move (balance.go), is the datanode whose
+	// replica moves (0: none, the extent lacks replicas).
+	from uint32
 }
 
 func newReplicator(deadAfter time.Duration, perNode int) *replicator {
@@ -164,7 +168,7 @@ func (n *Namenode) replicationTick(now time.Time) {
 	// without this they would be released only at the next commit.
 	n.releaseFrees()
 	switch {
-	case rp.forceFull || !slices.Equal(n.nodeSignature(now), rp.nodeSig) || now.Sub(rp.lastFull) >= fullScanInterval:
+	case rp.forceFull || rp.balancing || !slices.Equal(n.nodeSignature(now), rp.nodeSig) || now.Sub(rp.lastFull) >= fullScanInterval:
 		n.replicationScan(now, nil)
 	case len(rp.dirty) > 0:
 		n.replicationScan(now, rp.dirty)
@@ -230,6 +234,10 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 	}
 	trimmedAny := false
 	matched := map[wire.Run]bool{} // damaged replicas still listed
+	var plan *balancePlan
+	if only == nil {
+		plan = n.planBalance()
+	}
 	scan := func(ino uint64, in *inode) {
 		delete(rp.queue, ino)
 		if in == nil || in.attr.Type != wire.TypeFile || len(in.blocks) == 0 {
@@ -242,7 +250,14 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 		var freed []run
 		xs := n.splitBad(in.blocks, matched)
 		for i, x := range xs {
-			keep, drop := n.classifyExtent(&s, ino, in, x, busy[ino] || overlaps(inflight[ino], x), now)
+			frozen := busy[ino] || overlaps(inflight[ino], x)
+			keep, drop := n.classifyExtent(&s, ino, in, x, frozen, now)
+			for _, r := range keep {
+				s.blocks[r.Node] += uint64(x.Count) // after the trim: what the datanodes keep
+			}
+			if plan != nil && !frozen && drop == nil && len(keep) == int(in.attr.Rep) && n.allGood(x, now) {
+				plan.item(rp, ino, x)
+			}
 			if drop == nil && out == nil {
 				continue
 			}
@@ -282,6 +297,16 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 			}
 		}
 	}
+}
+
+// allGood reports whether every replica of x is good.
+func (n *Namenode) allGood(x wire.Extent, now time.Time) bool {
+	for _, r := range x.Replicas {
+		if n.replicaState(r, x, now) != repGood {
+			return false
+		}
+	}
+	return true
 }
 
 // splitBad returns xs with every extent that has a replica reported
@@ -362,7 +387,6 @@ func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Exte
 	want := int(in.attr.Rep)
 	var good, leaving, away int
 	for _, r := range x.Replicas {
-		s.blocks[r.Node] += uint64(x.Count)
 		switch n.replicaState(r, x, now) {
 		case repGood:
 			good++
