@@ -62,6 +62,9 @@ func (n *Namenode) planBalance() *balancePlan {
 			p.excess[t.balanceFrom] -= int64(t.count) // on its way already
 		}
 	}
+	for id, k := range rp.moved {
+		p.excess[id] -= k // copied since the counts, its trim still to come
+	}
 	if len(p.excess) == 0 || !under {
 		n.log.Info("datanodes balanced")
 		rp.balancing = false

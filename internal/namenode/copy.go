@@ -51,6 +51,9 @@ func (n *Namenode) scheduleCopies() {
 	rp := n.repl
 	now := time.Now()
 	live := n.nodes.live()
+	if len(rp.queue) == 0 || !slices.ContainsFunc(live, func(dn *dnode) bool { return rp.busy[dn.ID] < rp.perNode }) {
+		return // nothing to do, or no destination free: the queue is not even sorted
+	}
 	inflight := map[uint64][]*copyTask{}
 	for t := range rp.tasks {
 		inflight[t.ino] = append(inflight[t.ino], t)
@@ -287,6 +290,9 @@ func (n *Namenode) finishCopy(t *copyTask, err error) {
 	n.fsck.note(ch)
 	n.deferChange(ch)
 	rp.copied += uint64(t.count)
+	if t.balanceFrom != 0 {
+		rp.moved[t.balanceFrom] += int64(t.count)
+	}
 }
 
 // withReplica returns xs with t's destination added as a replica of t's

@@ -75,10 +75,13 @@ type replicator struct {
 	// full scan.
 	bad       map[wire.Run]uint32
 	forceFull bool
-	balancing bool   // plasma admin balance asked, not done yet
-	copied    uint64 // blocks copied and attached since start
-	trimmed   uint64 // replicas (blocks) trimmed since start
-	failed    uint64 // copy tasks that failed
+	balancing bool // plasma admin balance asked, not done yet
+	// moved counts the blocks balancing moves attached off each datanode
+	// since the last full scan, which counted them still there.
+	moved   map[uint32]int64
+	copied  uint64 // blocks copied and attached since start
+	trimmed uint64 // replicas (blocks) trimmed since start
+	failed  uint64 // copy tasks that failed
 }
 
 // repScan is what a full scan counted.
@@ -104,7 +107,7 @@ type repItem struct {
 func newReplicator(deadAfter time.Duration, perNode int) *replicator {
 	return &replicator{deadAfter: deadAfter, perNode: perNode, started: time.Now(), draining: map[uint32]bool{},
 		tasks: map[*copyTask]struct{}{}, busy: map[uint32]int{}, kick: make(chan struct{}, 1), trimFrees: map[*meta.Change][]run{},
-		queue: map[uint64][]repItem{}, dirty: map[uint64]bool{}, bad: map[wire.Run]uint32{}}
+		queue: map[uint64][]repItem{}, dirty: map[uint64]bool{}, bad: map[wire.Run]uint32{}, moved: map[uint32]int64{}}
 }
 
 // wake makes the replicator scan soon (never blocks).
@@ -291,6 +294,7 @@ func (n *Namenode) replicationScan(now time.Time, only map[uint64]bool) {
 	}
 	if only == nil {
 		rp.last, rp.lastFull, rp.nodeSig, rp.forceFull = s, now, n.nodeSignature(now), false
+		clear(rp.moved)
 		for r := range rp.bad {
 			if !matched[r] {
 				delete(rp.bad, r) // not (or no longer) a listed replica of that version
