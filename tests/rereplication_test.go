@@ -423,25 +423,53 @@ func TestScrubHealsDamagedBlock(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 16 << 20, DatanodeArgs: []string{"-scrub-interval", "1s", "-scrub-rate", "1073741824"}})
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	ctx := context.Background()
 	files := map[string][]byte{"/s": randomBytes(t, 300<<10)}
 	writeFile(t, cl, "/s", files["/s"], 2)
 	const idx = 2
-	runs, err := replicaRuns(ctx, cl, "/s", idx)
+	damaged := flipReplicaByte(t, c, cl, "/s", idx)
+	// No read of /s until the damaged replica is replaced.
+	awaitReplaced(t, c, cl, "/s", idx, damaged)
+	awaitReplicas(t, c, cl, files, 2, nil, 60*time.Second)
+	checkContents(t, c, files)
+}
+
+// TestFsckDamageHealed: a damaged replica fsck finds is replaced from the
+// good one (no scrubber runs here).
+func TestFsckDamageHealed(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 16 << 20})
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	files := map[string][]byte{"/s": randomBytes(t, 300<<10)}
+	writeFile(t, cl, "/s", files["/s"], 2)
+	damaged := flipReplicaByte(t, c, cl, "/s", 3)
+	if out, code := c.Run(nil, "fsck"); code != 1 || !strings.Contains(out, "does not match its checksum") {
+		t.Fatalf("fsck of a damaged replica: exit %d:\n%s", code, out)
+	}
+	awaitReplaced(t, c, cl, "/s", 3, damaged)
+	awaitReplicas(t, c, cl, files, 2, nil, 60*time.Second)
+	checkContents(t, c, files)
+}
+
+// flipReplicaByte damages the first replica of block idx of file p on its
+// datanode's disk and returns it (address, block).
+func flipReplicaByte(t *testing.T, c *clustertest.Procs, cl *client.Client, p string, idx uint64) [2]any {
+	t.Helper()
+	runs, err := replicaRuns(context.Background(), cl, p, idx)
 	if err != nil || len(runs) != 2 {
 		t.Fatalf("replicas of block %d: %v %v", idx, runs, err)
 	}
 	damaged := runs[0]
 	var dir string
-	for _, p := range c.DNs {
-		if p.Addr == damaged[0].(string) {
-			dir = p.Dir
+	for _, d := range c.DNs {
+		if d.Addr == damaged[0].(string) {
+			dir = d.Dir
 		}
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "data"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	off := int64(damaged[1].(uint64))*c.Opts.Blocksize + 1000
 	b := make([]byte, 1)
 	if _, err := f.ReadAt(b, off); err != nil {
@@ -451,23 +479,26 @@ func TestScrubHealsDamagedBlock(t *testing.T) {
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
-	// No read of /s until the damaged replica is replaced.
+	return damaged
+}
+
+// awaitReplaced polls until block idx of p has two replicas, neither the
+// damaged one.
+func awaitReplaced(t *testing.T, c *clustertest.Procs, cl *client.Client, p string, idx uint64, damaged [2]any) {
+	t.Helper()
 	for deadline := time.Now().Add(120 * time.Second); ; {
-		runs, err := replicaRuns(ctx, cl, "/s", idx)
+		runs, err := replicaRuns(context.Background(), cl, p, idx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(runs) == 2 && runs[0] != damaged && runs[1] != damaged {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("block %d replicas after 120s: %v, the damaged one is %v\n%s", idx, runs, damaged, c.MustRun("admin", "datanodes"))
 		}
 		time.Sleep(100 * time.Millisecond) // polling a condition, not timing the test
 	}
-	awaitReplicas(t, c, cl, files, 2, nil, 60*time.Second)
-	checkContents(t, c, files)
 }
 
 // TestBalanceAfterAddingDatanode: after a datanode is added, 'plasma

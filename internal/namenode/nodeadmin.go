@@ -37,6 +37,15 @@ func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 	switch q.Path {
 	case "status":
 		return n.freshStatus(), nil
+	case "damaged":
+		// fsck found these replicas (one block each, with the committed
+		// checksum their data fails) damaged.
+		for _, x := range q.Extents {
+			if len(x.Replicas) == 1 && len(x.CRC) == 1 {
+				n.condemn(x.Replicas[0], x.CRC[0])
+			}
+		}
+		return n.freshStatus(), nil
 	case "balance":
 		n.log.Info("balancing datanodes")
 		n.replicationScan(time.Now(), nil) // the plan starts from fresh counts
@@ -59,7 +68,7 @@ func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 		rec.Enabled = true
 		delete(n.repl.draining, dn.ID)
 	default:
-		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, balance, drain, disable, enable", q.Path)
+		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, balance, damaged, drain, disable, enable", q.Path)
 	}
 	n.log.Info("datanode state changed", "node", dn.Identity, "id", dn.ID, "op", q.Path)
 	if rec != dn.Datanode {
@@ -149,11 +158,17 @@ func (n *Namenode) opBadBlock(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request
 	if dn == nil || dn.conn != c {
 		return nil, fail(wire.ErrCodeInvalid, "bad block report from an unregistered datanode")
 	}
-	n.log.Warn("datanode reports a damaged block", "node", dn.Identity, "block", q.Index)
-	n.repl.bad[wire.Run{Node: dn.ID, Start: q.Index}] = uint32(q.Count)
+	n.condemn(wire.Run{Node: dn.ID, Start: q.Index}, uint32(q.Count))
+	return &wire.Response{}, nil
+}
+
+// condemn records replica r (one block) as damaged in the version with
+// checksum crc and has it replaced. Called with n.mu held.
+func (n *Namenode) condemn(r wire.Run, crc uint32) {
+	n.log.Warn("damaged replica reported", "node", r.Node, "block", r.Start)
+	n.repl.bad[r] = crc
 	n.repl.forceFull = true
 	n.repl.wake()
-	return &wire.Response{}, nil
 }
 
 func boolCounter(b bool) uint64 {
