@@ -75,7 +75,6 @@ func (s *Server) scrub() {
 			}
 			if bad {
 				s.log.Error("scrub: block does not match its checksum, reporting it to the namenode", "block", b, "crc", crc)
-				s.scrubbed.Add(1)
 				select {
 				case s.bad <- badBlock{b, crc}:
 				default: // reported again in the next pass

@@ -71,7 +71,6 @@ type Server struct {
 	received *connlimit.Budget
 	stop     chan struct{}
 	bad      chan badBlock // found by the scrubber, for the namenode
-	scrubbed atomic.Uint64 // damaged blocks the scrubber found
 	wg       sync.WaitGroup
 }
 

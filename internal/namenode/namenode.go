@@ -146,11 +146,12 @@ type Namenode struct {
 	txns       *txnTable     // guarded by mu
 	nodes      *nodeRegistry // guarded by mu
 	epoch      uint64
-	frees      freeQueue   // blocks freed, not yet reusable
-	renameLock *Txn        // holder of the directory-move lock
-	leases     *dirLeases  // guarded by mu
-	fsck       *checker    // guarded by mu
-	repl       *replicator // guarded by mu (replicator.go)
+	frees      freeQueue  // blocks freed, not yet reusable
+	renameLock *Txn       // holder of the directory-move lock
+	leases     *dirLeases // guarded by mu
+	fsck       *checker   // guarded by mu
+
+	repl *replicator // re-replication (replicator.go); guarded by mu
 
 	gens generations // block generations (gen.go)
 
