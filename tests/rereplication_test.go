@@ -82,6 +82,20 @@ func awaitReplicas(t *testing.T, c *clustertest.Procs, cl *client.Client, files 
 				break
 			}
 		}
+		// Bounded work: no datanode takes part in more copies at a time
+		// than the namenode's -copies-per-node (default 2).
+		for _, line := range strings.Split(strings.TrimSpace(c.MustRun("admin", "datanodes", "-json")), "\n") {
+			var row struct {
+				Identity string `json:"identity"`
+				Copies   int    `json:"copies"`
+			}
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatalf("admin datanodes -json: %v: %s", err, line)
+			}
+			if row.Copies > 2 {
+				t.Fatalf("datanode %s takes part in %d copies at a time, more than 2", row.Identity, row.Copies)
+			}
+		}
 		if wrong == "" {
 			out, code := c.Run(nil, "fsck")
 			if code == 0 && strings.Contains(out, " 0 problems") {
