@@ -440,8 +440,12 @@ func (c *Client) Datanodes(ctx context.Context) ([]Datanode, error) {
 	}
 	out := make([]Datanode, len(r.Nodes))
 	for i, n := range r.Nodes {
-		out[i] = Datanode{ID: n.ID, Identity: n.Identity, Cluster: n.Cluster, Namespace: n.Namespace, Addr: n.Addr, Host: n.Host,
-			Blocksize: int(n.Blocksize), Blocks: n.Blocks, Used: n.Used, Alive: n.Alive, Enabled: n.Enabled}
+		out[i] = datanodeOf(n)
 	}
 	return out, nil
+}
+
+func datanodeOf(n wire.NodeInfo) Datanode {
+	return Datanode{ID: n.ID, Identity: n.Identity, Cluster: n.Cluster, Namespace: n.Namespace, Addr: n.Addr, Host: n.Host,
+		Blocksize: int(n.Blocksize), Blocks: n.Blocks, Used: n.Used, Alive: n.Alive, Enabled: n.Enabled}
 }

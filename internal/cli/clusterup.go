@@ -334,7 +334,7 @@ func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor.Supervisor
 	}
 	nnArgs := append([]string{"namenode", "-listen", u.nnAddr}, storeArgs...)
 	nnArgs = append(nnArgs, "-cluster", u.name, "-blocksize", strconv.FormatInt(u.bs, 10),
-		"-security", u.sec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred)
+		"-security", u.sec, "-data-security", u.dataSec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred)
 	if u.relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}

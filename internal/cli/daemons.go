@@ -138,9 +138,12 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
 	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
+	deadAfter := f.durationRange("dead-after", 10*time.Minute, time.Second, 30*24*time.Hour, "replace the replicas of a datanode dead this long by copies on the others\n(until then they count: it may come back)")
+	copies := f.intRange("copies-per-node", 2, 1, 64, "re-replication copies (of up to 32 blocks) a datanode takes part in at a time")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
 	logFormat := logFormatFlag(f)
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
+	dataSecFlag := f.String("data-security", "", "security level the namenode uses on datanodes' data ports to have them copy blocks\n(default: -security)")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
@@ -155,6 +158,12 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	sec, err := auth.ParseLevel(*secFlag)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	dataSec := sec
+	if *dataSecFlag != "" {
+		if dataSec, err = auth.ParseLevel(*dataSecFlag); err != nil {
+			return usagef("-data-security: %v", err)
+		}
 	}
 	cred, tk, err := loadDaemonSecrets(*credFile, *ticketKey)
 	if err != nil {
@@ -203,7 +212,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 		return err
 	}
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
-		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
+		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DeadAfter: *deadAfter, CopiesPerNode: *copies, DataSecurity: dataSec, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
@@ -306,6 +315,9 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	var receiveMem int64 = 1 << 30
 	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
 	adminAddr := adminFlag(f)
+	scrubEvery := f.durationRange("scrub-interval", 7*24*time.Hour, 0, 365*24*time.Hour, "start a pass of the scrubber, which checks every block's checksum and reports damaged\nones to the namenode, this often (0: no scrubbing)")
+	var scrubRate int64 = 8 << 20
+	f.sizeRange(&scrubRate, "scrub-rate", 64<<10, 1<<40, "bytes a second the scrubber reads at most (a few percent of a disk's bandwidth)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -329,7 +341,8 @@ func cmdDatanode(ctx context.Context, args []string) error {
 		return err
 	}
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
-		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
+		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem),
+		ScrubInterval: *scrubEvery, ScrubRate: scrubRate})
 	if err != nil {
 		return err
 	}
