@@ -31,7 +31,8 @@ const webhdfsBenchDir = "/plasma-bench-webhdfs"
 // WebHDFS measures a gateway serving c, started in this process on
 // loopback: a file written with the two-step CREATE (one stream) and read
 // with OPEN, each right after the same bytes put with the client's CopyIn
-// and got with WriteTo ('plasma put'/'get'), alternating; then listing a
+// and got with WriteTo ('plasma put'/'get'), alternating (which of a pair
+// goes first too); then listing a
 // directory of o.Entries files with one LISTSTATUS beside o.Entries
 // GETFILESTATUS requests (over one keep-alive connection).
 func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, error) {
@@ -58,11 +59,11 @@ func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, 
 	for run := 0; run < o.Runs; run++ {
 		removeIfExists(ctx, c, native)
 		put := func() error { return putFile(ctx, c, src, native) }
-		if err := pairs.run("write", put, func() error { return gw.create(viaGW, src, o.Size) }); err != nil {
+		if err := pairs.runOrdered("write", run%2 == 1, put, func() error { return gw.create(viaGW, src, o.Size) }); err != nil {
 			return nil, err
 		}
 		get := func() error { return getToFile(ctx, c, native, dst) }
-		if err := pairs.run("read", get, func() error { return gw.open(viaGW, dst) }); err != nil {
+		if err := pairs.runOrdered("read", run%2 == 1, get, func() error { return gw.open(viaGW, dst) }); err != nil {
 			return nil, err
 		}
 	}
