@@ -1,6 +1,9 @@
 package bench
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // pairedRates times transfers of one size in pairs, each of ours right
 // after its reference, so that slow drifts of the disk (burst credits,
@@ -19,13 +22,35 @@ func newPairedRates(bytes int64) *pairedRates {
 
 // run times ref, then ours, and records both rates under key.
 func (p *pairedRates) run(key string, ref, ours func() error) error {
-	dr, err := timeIt(ref)
-	if err != nil {
-		return fmt.Errorf("%s reference: %w", key, err)
+	return p.runOrdered(key, false, ref, ours)
+}
+
+// runOrdered is run with ours first if oursFirst: alternating the order
+// spreads what one leaves to the next (the disk's writeback, the caches)
+// over both sides.
+func (p *pairedRates) runOrdered(key string, oursFirst bool, ref, ours func() error) error {
+	var dr, do time.Duration
+	timeRef := func() (err error) {
+		if dr, err = timeIt(ref); err != nil {
+			return fmt.Errorf("%s reference: %w", key, err)
+		}
+		return nil
 	}
-	do, err := timeIt(ours)
-	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+	timeOurs := func() (err error) {
+		if do, err = timeIt(ours); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	}
+	first, second := timeRef, timeOurs
+	if oursFirst {
+		first, second = timeOurs, timeRef
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	if err := second(); err != nil {
+		return err
 	}
 	s := p.series[key]
 	if s == nil {

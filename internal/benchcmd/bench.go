@@ -39,6 +39,7 @@ var benchmarks = [][2]string{
 	{"kv", "Plasma KV point lookups and inserts beside bbolt, and bulk load beside put"},
 	{"mr", "MapReduce word count beside sort|uniq, mawk and PySpark; -sort for the TeraSort-style sort"},
 	{"build", "a parallel C build inside a mount beside local disk"},
+	{"webhdfs", "a large file written (CREATE) and read (OPEN) through the WebHDFS gateway beside put and get; LISTSTATUS beside GETFILESTATUS"},
 	{"nfs", "a large file copied through the NFSv3 bridge with libnfs nfs-cp beside put and get"},
 	{"warm-memory", "touch memory once so that first-touch costs of the hypervisor do not skew a comparison"},
 }
@@ -49,6 +50,7 @@ var commands = map[string]func(ctx context.Context, args []string) error{
 	"warm-memory":   cmdWarmMemory,
 	"kv":            cmdBenchKV,
 	"mr":            cmdBenchMR,
+	"webhdfs":       cmdBenchWebHDFS,
 	"build":         cmdBenchBuild,
 	"fuse-loopback": cmdFuseLoopback,
 	"echo-server":   cmdEchoServer,

@@ -188,13 +188,7 @@ func startMount(ctx context.Context, sv *supervisor.Supervisor, mp, opts, cluste
 		args = append(args, "-o", opts)
 	}
 	m := sv.Add("mount", "mount", append(args, mp))
-	// The cluster's own configuration, whatever the environment names.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PLASMAFS_") {
-			m.Env = append(m.Env, kv)
-		}
-	}
-	m.Env = append(m.Env, "PLASMAFS_CONFIG="+filepath.Join(sv.Dir(), "client.conf"))
+	m.Env = clusterMemberEnv(sv.Dir(), "PLASMAFS_")
 	m.Ready, m.ReadyEnv = make(chan string, 1), mountReadyFD
 	m.Prestart = func() error { return clearStaleMount(mp) }
 	m.Cleanup = func() {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
@@ -42,13 +41,7 @@ func startTaskServers(ctx context.Context, sv *supervisor.Supervisor, dnAddrs, a
 	if len(addrs) == 0 {
 		return nil
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PLASMAFS_") && !strings.HasPrefix(kv, "PLASMAMR_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "PLASMAFS_CONFIG="+filepath.Join(sv.Dir(), "client.conf"))
+	env := clusterMemberEnv(sv.Dir(), "PLASMAFS_", "PLASMAMR_")
 	var ms []*supervisor.Member
 	for i, a := range addrs {
 		m := sv.Add(fmt.Sprintf("ts%d", i+1), "taskserver", []string{"mr", "taskserver", "-listen", a, "-datanode", dnAddrs[i],

@@ -37,6 +37,8 @@ type clusterSettings struct {
 	// AdminAddrs are the members' admin ports (/metrics, status page), by
 	// member name (namenode, dn1, ts1, mount).
 	AdminAddrs map[string]string `json:"admin_addrs,omitempty"`
+	// WebHDFSAddr is where the WebHDFS gateway listens ("": no gateway).
+	WebHDFSAddr string `json:"webhdfs_addr,omitempty"`
 }
 
 // loadClusterSettings returns the settings recorded in dir; for a cluster
@@ -200,6 +202,9 @@ func resolveSettings(rec clusterSettings, found bool, flags clusterSettings, giv
 	}
 	if given["relaxed"] {
 		s.Relaxed = flags.Relaxed
+	}
+	if given["webhdfs"] {
+		s.WebHDFSAddr = flags.WebHDFSAddr
 	}
 	return s, nil
 }

@@ -32,6 +32,7 @@ type clusterUp struct {
 	sec, dataSec string
 	mountPoint   string // absolute; "" without -mount
 	mountOpts    string
+	webhdfs      string // the -webhdfs flag
 	tsSlots      int
 	restartReset time.Duration
 	given        map[string]bool // the flags given
@@ -58,6 +59,8 @@ backoff (one that had run for -restart-reset starts the delay over). With -detac
 a background supervisor does this (its log: DIR/cluster.log).
 With -mount MOUNTPOINT the cluster is also mounted there with FUSE (as root), a member
 like the others: restarted if it dies, unmounted when the cluster stops.
+With -webhdfs HOST:PORT a WebHDFS gateway ('plasma webhdfs') serves the cluster there (port 0:
+a free port), a member too; its address is recorded like the others ('-webhdfs none' drops it).
 A MapReduce task server ('plasma mr taskserver') runs beside each datanode, a member
 too; the client configuration names them, so 'plasma mr run' uses them (any user of the
 cluster may: tasks run with their submitter's delegated credential, as user nobody).
@@ -82,6 +85,7 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	f.StringVar(&u.dataSec, "data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
 	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
 	f.StringVar(&u.mountOpts, "mount-options", "", "with -mount: mount options, as 'plasma mount -o' takes them")
+	f.StringVar(&u.webhdfs, "webhdfs", "", "also serve the cluster over WebHDFS at this `HOST:PORT` (port 0: a free port; none: no gateway; default: as recorded)")
 	tsSlots := f.intRange("taskserver-slots", 2, 0, 1024, "task attempts each MapReduce task server runs at once (0: no task servers)")
 	restartReset := f.durationRange("restart-reset", supervisor.DefaultRestartPolicy.Stable, 0, 24*time.Hour,
 		fmt.Sprintf("a member that dies after running this long is restarted after %v again; quicker deaths double the delay, up to %v", supervisor.DefaultRestartPolicy.Min, supervisor.DefaultRestartPolicy.Max))
@@ -97,6 +101,9 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	}
 	u.store = *store
 	if err := u.applySettings(f); err != nil {
+		return nil, err
+	}
+	if err := checkWebHDFSFlag(u.webhdfs); err != nil {
 		return nil, err
 	}
 	if err := u.checkMount(*mountFlag); err != nil {
@@ -128,7 +135,7 @@ func (u *clusterUp) applySettings(f *flags) error {
 	u.given = map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { u.given[fl.Name] = true })
 	settings, err := resolveSettings(rec, made, clusterSettings{Cluster: u.name, Datanodes: u.n, Blocksize: u.bs, VolumeSize: u.size, NamenodeAddr: u.nnAddr,
-		TaskServerSlots: u.tsSlots, Security: u.sec, DataSecurity: u.dataSec, Relaxed: u.relaxed, Store: u.store}, u.given)
+		TaskServerSlots: u.tsSlots, Security: u.sec, DataSecurity: u.dataSec, Relaxed: u.relaxed, Store: u.store, WebHDFSAddr: u.webhdfs}, u.given)
 	if err != nil {
 		return err
 	}
@@ -274,6 +281,9 @@ func (u *clusterUp) chooseAddrs() error {
 	if u.settings.DatanodeAddrs, err = keptAddrs(u.settings.DatanodeAddrs, u.n); err != nil {
 		return err
 	}
+	if err := u.chooseWebHDFSAddr(); err != nil {
+		return err
+	}
 	u.settings.AdminAddrs, err = keptAdminAddrs(u.settings.AdminAddrs, clusterMembers(u.n, u.tsSlots > 0, u.mountPoint != ""))
 	return err
 }
@@ -297,8 +307,8 @@ func (u *clusterUp) newSupervisor() (*supervisor.Supervisor, error) {
 }
 
 // startMembers starts the namenode, the datanodes, then (with the client
-// configurations written and the settings recorded) the task servers and
-// the mount, and says so.
+// configurations written and the settings recorded) the task servers, the
+// WebHDFS gateway and the mount, and says so.
 func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor.Supervisor) error {
 	if err := u.startNamenode(ctx, sv); err != nil {
 		return err
@@ -315,6 +325,9 @@ func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor.Supervisor)
 		return err
 	}
 	if err := startTaskServers(ctx, sv, dnAddrs, u.tsAddrs, tsCreds, u.tsSlots); err != nil {
+		return err
+	}
+	if err := u.startWebHDFS(ctx, sv); err != nil {
 		return err
 	}
 	if u.mountPoint != "" {
@@ -419,6 +432,9 @@ func (u *clusterUp) printUp() {
 	fmt.Fprintf(stdout, "admin: %s\n", adminSummary(u.settings.AdminAddrs))
 	if len(u.tsAddrs) > 0 {
 		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", u.tsSlots, strings.Join(u.tsAddrs, " "))
+	}
+	if u.settings.WebHDFSAddr != "" {
+		fmt.Fprintln(stdout, u.webhdfsSummary())
 	}
 	if u.mountPoint != "" {
 		fmt.Fprintf(stdout, "mounted at %s (FUSE; log: %s)\n", u.mountPoint, filepath.Join(u.dir, "mount.log"))

@@ -317,7 +317,11 @@ func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context,
 	if g.opt.MaxUpload > 0 {
 		body = io.LimitReader(body, g.opt.MaxUpload+1)
 	}
-	n, err := io.CopyBuffer(writerOnly{f}, body, make([]byte, 1<<20))
+	bs, err := g.blocksize(rq.ctx, tx, f)
+	if err != nil {
+		return err
+	}
+	n, err := copyInBlocks(f, body, bs)
 	if err != nil {
 		return excIO.errorf("upload to %s failed after %d bytes, nothing of it was kept: %v", rq.path, n, err)
 	}
@@ -343,6 +347,65 @@ func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context,
 	return nil
 }
 
-// writerOnly hides everything but Write, so that io.CopyBuffer uses its
-// buffer (large writes fill the file's blocks in few calls).
-type writerOnly struct{ io.Writer }
+// uploadChunk is the least an upload reads before writing it to the file.
+const uploadChunk = 1 << 20
+
+// copyInBlocks copies body to the end of f (whose blocks are bs bytes)
+// in pieces of whole blocks, at least uploadChunk bytes, the first one
+// only up to the next block boundary (an append): each write then fills
+// blocks from their start, which the client takes without clearing or
+// merging them, whatever pieces the connection delivers. It returns the
+// bytes copied.
+func copyInBlocks(f *client.File, body io.Reader, bs int) (int64, error) {
+	chunk := bs * max(1, uploadChunk/bs)
+	buf := make([]byte, chunk)
+	want := chunk - int(f.Size()%int64(chunk))
+	var n int64
+	for {
+		k, end, err := fill(body, buf[:want])
+		if k > 0 {
+			if _, werr := f.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if end || err != nil {
+			return n, err
+		}
+		want = chunk
+	}
+}
+
+// fill reads r into buf until buf is full or r ends (end). Unlike
+// io.ReadFull it passes on r's own io.ErrUnexpectedEOF: the body of a
+// client that disconnected early.
+func fill(r io.Reader, buf []byte) (n int, end bool, err error) {
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
+}
+
+// blocksize returns the cluster's blocksize (one for every file), asked
+// of the namenode with the first upload.
+func (g *Gateway) blocksize(ctx context.Context, tx *client.Txn, f *client.File) (int, error) {
+	if bs := g.bs.Load(); bs > 0 {
+		return int(bs), nil
+	}
+	fi, err := tx.Stat(ctx, f.Ino())
+	if err != nil {
+		return 0, err
+	}
+	if fi.Blocksize <= 0 {
+		return uploadChunk, nil
+	}
+	g.bs.Store(int64(fi.Blocksize))
+	return int(fi.Blocksize), nil
+}

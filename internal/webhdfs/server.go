@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/plasmafs/plasma/client"
@@ -42,6 +43,7 @@ type Gateway struct {
 	c      *client.Client
 	opt    Options
 	groups groupCache
+	bs     atomic.Int64 // the cluster's blocksize, once an upload asked
 }
 
 // New returns a gateway over c (which the caller keeps and closes).
