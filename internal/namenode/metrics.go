@@ -55,17 +55,17 @@ func mode(async bool) string {
 	return "durable"
 }
 
-// request observes a request of op handled since start.
-func (o *observer) request(op wire.Op, start time.Time) {
+// request observes a request of op handled in took.
+func (o *observer) request(op wire.Op, took time.Duration) {
 	if o != nil {
-		o.opSeconds.WithLabelValues(op.String()).Observe(time.Since(start).Seconds())
+		o.opSeconds.WithLabelValues(op.String()).Observe(took.Seconds())
 	}
 }
 
-// committed observes a commit acknowledged, requested at start.
-func (o *observer) committed(async bool, start time.Time) {
+// committed observes a commit acknowledged took after it was requested.
+func (o *observer) committed(async bool, took time.Duration) {
 	if o != nil {
-		o.commitSeconds.WithLabelValues(mode(async)).Observe(time.Since(start).Seconds())
+		o.commitSeconds.WithLabelValues(mode(async)).Observe(took.Seconds())
 	}
 }
 

@@ -54,7 +54,7 @@ type requestHandler interface {
 	handleSafely(c *conn, q *wire.Request) (*wire.Response, error)
 	// commit commits c's transaction txID and answers resp (empty when
 	// nil) once durable, or applied if async.
-	commit(c *conn, id, txID uint64, async bool, resp *wire.Response)
+	commit(c *conn, id, txID, reqID uint64, async bool, resp *wire.Response)
 	// abortTxn ends c's transaction txID, if open and not committing
 	// (a compound request's change failed).
 	abortTxn(c *conn, txID uint64)
@@ -104,6 +104,18 @@ const writeTimeout = 30 * time.Second
 
 // maxQueued bounds the answers queued for a client that does not read.
 const maxQueued = 16 << 20
+
+// slowRequest: a request handled (or a commit acknowledged) later than
+// this is logged, with its request id.
+const slowRequest = time.Second
+
+// user is the connection's user for logs ("" at security level none).
+func (c *conn) user() string {
+	if c.who == nil {
+		return ""
+	}
+	return c.who.User
+}
 
 func newConn(nc net.Conn, who *auth.Identity) *conn {
 	c := &conn{nc: nc, who: who, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -281,7 +293,11 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.perOp[q.Op].Add(1)
 		start := time.Now()
 		resp, err := srv.h.handleSafely(c, q)
-		srv.obs.request(q.Op, start)
+		took := time.Since(start)
+		srv.obs.request(q.Op, took)
+		if took > slowRequest {
+			srv.log.Warn("slow request", "op", q.Op, "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(q.ReqID))
+		}
 		var ra *retryAfter
 		if errors.As(err, &ra) {
 			if c.waiting.Add(1) <= maxWaiting {
@@ -312,7 +328,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 			if resp == nil {
 				resp = &wire.Response{}
 			}
-			srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, resp)
+			srv.h.commit(c, id, q.Txn, q.ReqID, q.Flags&wire.FlagAsync != 0, resp)
 			return nil
 		}
 		srv.h.abortTxn(c, q.Txn)
@@ -320,6 +336,9 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 	if err != nil {
 		resp = toResponse(err)
 		srv.obs.refused(resp.Code)
+		if resp.Code.Logged() {
+			srv.log.Warn("request refused", "op", q.Op, "code", codeName(resp.Code), "user", c.user(), "req", wire.FormatReqID(q.ReqID), "err", resp.Msg)
+		}
 	} else if resp == nil {
 		resp = &wire.Response{}
 	}
