@@ -51,9 +51,10 @@ func TestRequestIDFollowsFailure(t *testing.T) {
 		t.Fatalf("put by alice into /locked: exit %d %q, want permission denied naming a request id", code, out)
 	}
 	rec := waitLogRecord(t, c, c.NN, "request refused", m[1])
-	if rec["level"] != "WARN" || rec["user"] != "alice" || rec["code"] != "perm" {
+	if rec["level"] != "WARN" || rec["user"] != "alice" || rec["code"] != "perm" || rec["op"] != "create" {
 		t.Fatalf("namenode's record of the refusal: %v", rec)
 	}
+	t.Logf("client: %s\nnamenode: %v", out, rec)
 
 	// A block damaged on its only replica: the read fails, the datanode
 	// logs the checksum failure under the reader's request id.

@@ -296,7 +296,7 @@ func (srv *rpcServer) serveConn(c *conn) {
 		took := time.Since(start)
 		srv.obs.request(q.Op, took)
 		if took > slowRequest {
-			srv.log.Warn("slow request", "op", q.Op, "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(q.ReqID))
+			srv.log.Warn("slow request", "op", q.Op.String(), "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(q.ReqID))
 		}
 		var ra *retryAfter
 		if errors.As(err, &ra) {
@@ -337,7 +337,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 		resp = toResponse(err)
 		srv.obs.refused(resp.Code)
 		if resp.Code.Logged() {
-			srv.log.Warn("request refused", "op", q.Op, "code", codeName(resp.Code), "user", c.user(), "req", wire.FormatReqID(q.ReqID), "err", resp.Msg)
+			srv.log.Warn("request refused", "op", q.Op.String(), "code", codeName(resp.Code), "user", c.user(), "req", wire.FormatReqID(q.ReqID), "err", resp.Msg)
 		}
 	} else if resp == nil {
 		resp = &wire.Response{}

@@ -43,7 +43,7 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, async bool, resp *wir
 		// one was aborted (timeout, conflict handling) and must not be
 		// reported as committed.
 		msg := fmt.Sprintf("transaction %d is not open (aborted or timed out); nothing was committed", txID)
-		n.log.Warn("request refused", "op", wire.OpCommit, "code", codeName(wire.ErrCodeTxn), "user", c.user(), "req", wire.FormatReqID(reqID), "err", msg)
+		n.log.Warn("request refused", "op", wire.OpCommit.String(), "code", codeName(wire.ErrCodeTxn), "user", c.user(), "req", wire.FormatReqID(reqID), "err", msg)
 		c.send(id, &wire.Response{Code: wire.ErrCodeTxn, Msg: msg})
 		return
 	}
