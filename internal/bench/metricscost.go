@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -95,7 +96,7 @@ func MetricsCost(ctx context.Context, o MetricsCostOptions) (*Report, error) {
 		}
 		rep.add(Result{Name: fmt.Sprintf("create+commit %s, %d clients, metrics on (admin port scraped every 1 s)", o.Mode, p), Unit: "commits/s",
 			Ours: median(onRates), RefName: "the same on a namenode without metrics (no admin port)", Ref: median(offRates),
-			Note: fmt.Sprintf("medians of %d alternating rounds; goal ratio ≥ 0.97", o.Rounds)})
+			Note: fmt.Sprintf("medians of %d alternating rounds (on %s, off %s); goal ratio ≥ 0.97", o.Rounds, spread(onRates), spread(offRates))})
 	}
 	return rep, nil
 }
@@ -222,4 +223,9 @@ func scrapeEverySecond(url string) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-ended }
+}
+
+// spread is the lowest and highest of xs, for judging a median's noise.
+func spread(xs []float64) string {
+	return fmt.Sprintf("%.0f–%.0f", slices.Min(xs), slices.Max(xs))
 }

@@ -163,7 +163,8 @@ type Namenode struct {
 	// failure is set (to an error matching ErrStoreFailed) once the store
 	// failed; Serve returns it.
 	failure atomic.Pointer[error]
-	obs     *observer // metrics.go
+	obs     *observer         // metrics.go
+	health  blockHealthSource // blockhealth.go
 }
 
 // ErrStoreFailed is what Serve returns after the metadata store failed.
@@ -320,10 +321,16 @@ func New(cfg Config) (*Namenode, error) {
 	if clog != nil {
 		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal)
 	}
-	n.wg.Add(2)
+	scan := &healthScan{n: n}
+	n.health = scan
+	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
 		n.cm.run(n.stop)
+	}()
+	go func() {
+		defer n.wg.Done()
+		scan.run(n.stop)
 	}()
 	go n.reaper()
 	return n, nil

@@ -20,6 +20,8 @@ type Status struct {
 	Batches    uint64
 	Requests   uint64
 	LeaseWaits uint64
+	// Health: under-replicated and damaged blocks, as last counted.
+	Health BlockHealth
 }
 
 // DatanodeStatus describes one recorded datanode.
@@ -37,7 +39,7 @@ type DatanodeStatus struct {
 // Status returns a snapshot of the namenode's state.
 func (n *Namenode) Status() Status {
 	st := Status{Time: time.Now(), Cluster: n.cfg.Cluster, Blocksize: n.cfg.Blocksize,
-		Commits: n.commits.Load(), Batches: n.cm.batches.Load(), Requests: n.srv.requests.Load()}
+		Commits: n.commits.Load(), Batches: n.cm.batches.Load(), Requests: n.srv.requests.Load(), Health: n.health.blockHealth()}
 	n.mu.Lock()
 	st.OpenTxns = n.txns.count()
 	st.Locks = n.locks.held()
