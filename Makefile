@@ -21,13 +21,15 @@ test: deps build check race integration fuzz
 
 # What the tests need beyond Go: a real NFS client (libnfs-utils), a C
 # toolchain for the build-through-a-mount test, and the programs the mount
-# tests drive (git, rsync, sqlite3). FUSE needs no package (mount(2)
-# directly, as root).
+# tests drive (git, rsync, sqlite3), and PostgreSQL's server programs
+# (initdb, pg_ctl: the PostgreSQL store's tests start throwaway servers).
+# FUSE needs no package (mount(2) directly, as root).
 deps:
 	@for c in nfs-cp gcc make git rsync sqlite3 chromium; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing=1; \
 	[ -z "$$missing" ] || { \
-		echo "== installing test dependencies (libnfs-utils gcc make git rsync sqlite3 chromium)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make git rsync sqlite3 chromium; }
+		echo "== installing test dependencies (libnfs-utils gcc make git rsync sqlite3 chromium postgresql)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnfs-utils gcc make git rsync sqlite3 chromium postgresql; }
 	@python3 -c 'import fsspec, hdfs, requests, pyspark' 2>/dev/null || { echo "== installing the Python WebHDFS clients the tests drive (fsspec hdfs requests pyspark)"; python3 -m pip install -q fsspec hdfs requests pyspark; }
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { echo "== installing java and maven (Hadoop's client for the WebHDFS test; its jars come from Maven Central)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless maven; }

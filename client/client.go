@@ -334,6 +334,9 @@ type Stats struct {
 	// rename) put off until another client's lease on it had ended (or
 	// the namenode's start-up grace).
 	LeaseWaits uint64
+	// Syncs counts the namenode's fsyncs that made commits durable (group
+	// commit: Commits/Syncs commits per fsync).
+	Syncs uint64
 }
 
 // NamenodeStats returns the namenode's request counters.
@@ -351,6 +354,9 @@ func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
 		s.CPU = time.Duration(ops[wire.NumOps])
 		if len(ops) > wire.NumOps+1 {
 			s.LeaseWaits = ops[wire.NumOps+1]
+		}
+		if len(ops) > wire.NumOps+2 {
+			s.Syncs = ops[wire.NumOps+2]
 		}
 		ops = ops[:wire.NumOps]
 	}
@@ -440,10 +446,14 @@ func (c *Client) Datanodes(ctx context.Context) ([]Datanode, error) {
 	}
 	out := make([]Datanode, len(r.Nodes))
 	for i, n := range r.Nodes {
-		out[i] = Datanode{ID: n.ID, Identity: n.Identity, Cluster: n.Cluster, Namespace: n.Namespace, Addr: n.Addr, Host: n.Host,
-			Blocksize: int(n.Blocksize), Blocks: n.Blocks, Used: n.Used, Alive: n.Alive, Enabled: n.Enabled}
+		out[i] = datanodeOf(n)
 	}
 	return out, nil
+}
+
+func datanodeOf(n wire.NodeInfo) Datanode {
+	return Datanode{ID: n.ID, Identity: n.Identity, Cluster: n.Cluster, Namespace: n.Namespace, Addr: n.Addr, Host: n.Host,
+		Blocksize: int(n.Blocksize), Blocks: n.Blocks, Used: n.Used, Alive: n.Alive, Enabled: n.Enabled}
 }
 
 // reqID turns a number unique in this client (a transaction id) into a

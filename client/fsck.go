@@ -53,7 +53,8 @@ func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
 		rep.Problems = append(rep.Problems, r.Problems...)
 		rep.Files += int(r.Counters[2])
 		rep.Unsettled = int(r.Counters[3])
-		problems, unchecked := c.verifyFiles(ctx, r.Files, &rep.Blocks)
+		problems, unchecked, damaged := c.verifyFiles(ctx, r.Files, &rep.Blocks)
+		c.reportDamaged(ctx, damaged)
 		rep.Problems = append(rep.Problems, problems...)
 		rep.Unchecked = append(rep.Unchecked, unchecked...)
 		if r.Counters[1] != 0 {
@@ -68,7 +69,8 @@ func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
 // verifyFiles verifies every replica of the blocks listed and returns the
 // problems found and the replicas it could not ask about, in the order of
 // the list.
-func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, blocks *int) (problems, unchecked []string) {
+func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, blocks *int) (problems, unchecked []string, damaged []wire.Extent) {
+	var damagedMu sync.Mutex
 	type task struct {
 		path     string
 		size     int64
@@ -133,6 +135,10 @@ func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, block
 			for _, b := range bad {
 				if !tailOK(b - start) {
 					out[i] = append(out[i], fmt.Sprintf("%s: block %d: data does not match its checksum on datanode %s block %d", t.path, first+(b-start), n.Identity, b))
+					damagedMu.Lock()
+					damaged = append(damaged, wire.Extent{Index: first + (b - start), Count: 1, Replicas: []wire.Run{{Node: rp.Node, Start: b}},
+						CRC: []uint32{x.CRC[int(t.from)+int(b-start)]}})
+					damagedMu.Unlock()
 				}
 			}
 			for k, crc := range crcs {
@@ -149,5 +155,16 @@ func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, block
 			unchecked = append(unchecked, notAsked[i])
 		}
 	}
-	return problems, unchecked
+	return problems, unchecked, damaged
+}
+
+// reportDamaged tells the namenode of the replicas found damaged, which it
+// replaces from good ones (as the datanodes' scrubbers' reports). A
+// failure is not fsck's: the problems are reported anyway.
+func (c *Client) reportDamaged(ctx context.Context, damaged []wire.Extent) {
+	for len(damaged) > 0 {
+		k := min(len(damaged), 1024)
+		c.call(ctx, &wire.Request{Op: wire.OpNodeAdmin, Path: "damaged", Extents: damaged[:k]})
+		damaged = damaged[k:]
+	}
 }

@@ -6,17 +6,8 @@ import (
 	"testing"
 )
 
-// TestJobFilesParseAsBefore: the job files the tests and the README use
-// (and the forms the hand-written parser accepted: comments after values,
-// literal and multi-line literal strings, sizes as strings or integers
-// with underscores, arrays over several lines, the original's key names)
-// parse to the same Job with the TOML library as they did before it.
-func TestJobFilesParseAsBefore(t *testing.T) {
-	for _, c := range []struct {
-		name, text string
-		want       Job
-	}{
-		{"unit", `
+// unitJobFile is a job file in the forms the hand-written parser took.
+const unitJobFile = `
 name = "wc"   # comment
 input = "/in"
 output = '/out'
@@ -30,7 +21,19 @@ split_size = 131072
 taskservers = ["a:1",
   "b:2"]
 keep_work = true
-`, Job{Name: "wc", Input: "/in", Output: "/out", Work: "/w", Log: "/l", Map: `awk '{print $1 "\t1"}' # not a comment`,
+`
+
+// TestJobFilesParseAsBefore: the job files the tests and the README use
+// (and the forms the hand-written parser accepted: comments after values,
+// literal and multi-line literal strings, sizes as strings or integers
+// with underscores, arrays over several lines, the original's key names)
+// parse to the same Job with the TOML library as they did before it.
+func TestJobFilesParseAsBefore(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       Job
+	}{
+		{"unit", unitJobFile, Job{Name: "wc", Input: "/in", Output: "/out", Work: "/w", Log: "/l", Map: `awk '{print $1 "\t1"}' # not a comment`,
 			Reduce: "uniq -c", Partitions: 8, SortBuffer: 1 << 20, SplitSize: 131072, TaskServers: []string{"a:1", "b:2"}, KeepWork: true}},
 		{"wordcount (tests/mr_test.go)", `# word count
 name = "wordcount"

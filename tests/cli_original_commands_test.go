@@ -133,24 +133,6 @@ func TestAdminTableListsDatanodes(t *testing.T) {
 	}
 }
 
-// procWchar is the number of bytes process pid has written through write
-// system calls (files and sockets alike).
-func procWchar(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "wchar: "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	t.Fatalf("no wchar in /proc/%d/io", pid)
-	return 0
-}
-
 // TestPutStarWritesEveryReplica: 'put -star' sends each block to every
 // replica itself: the datanodes together write the file once per replica
 // (each its own copy) and forward nothing, where 'put -chain' makes the
@@ -166,7 +148,7 @@ func TestPutStarWritesEveryReplica(t *testing.T) {
 	written := func() int64 {
 		var n int64
 		for _, pid := range pids {
-			n += procWchar(t, pid)
+			n += wchar(t, pid)
 		}
 		return n
 	}
@@ -246,6 +228,20 @@ func TestCpTreePrefixesRoundTrip(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s: %d bytes (%v), want the %d copied in", name, len(got), err, len(data))
 		}
+	}
+	// Into existing directories, both ways, as cp(1) does.
+	c.MustRun("mkdir", "/into")
+	c.MustRun("cp", "file::"+src, "/into")
+	if out := c.MustRun("cat", "/into/src"); out != string(data) {
+		t.Fatalf("/into/src after cp file::%s /into: %d bytes, want %d", src, len(out), len(data))
+	}
+	local := filepath.Join(dir, "into")
+	if err := os.Mkdir(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.MustRun("cp", "/x", "file::"+local)
+	if got, err := os.ReadFile(filepath.Join(local, "x")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("cp /x file::%s: %s/x has %d bytes (%v), want %d", local, local, len(got), err, len(data))
 	}
 	if out, code := c.Run(nil, "cp", "ssh::/x", "/y"); code != 2 || !strings.Contains(out, "unknown tree") {
 		t.Fatalf("cp ssh::/x: exit %d, want 2 naming the unknown tree\n%s", code, out)

@@ -217,11 +217,23 @@ func TestHTTPEndpointOutlastsKeepAliveFlood(t *testing.T) {
 	s := startLimited(t, c, serverFDLimit, "http://", "mr", "web", "-listen", "127.0.0.1:0")
 	base := strings.TrimSuffix(s.line, "/")
 	addr := strings.TrimPrefix(base, "http://")
-	// Each flood connection asks one request net/http answers itself and
-	// leaves the connection open and idle. One left unanswered means the
-	// server has no descriptor left: the flood has done its worst.
+	flood := floodKeepAlive(t, addr)
+	s.mustRun(t, "under the flood")
+	if code, _, err := httpGet(base+"/jobs.json", 30*time.Second); err != nil || code == 0 {
+		s.mustRun(t, "under the flood")
+		t.Fatalf("GET /jobs.json while %d keep-alive connections are idle: %d %v", len(flood), code, err)
+	}
+}
+
+// floodKeepAlive opens up to floodConns connections to the HTTP server at
+// addr (the test closes them), each asking one request net/http answers
+// itself and leaving the connection open and idle. It stops at the first
+// left unanswered: the server has no descriptor left, and the flood has
+// done its worst.
+func floodKeepAlive(t *testing.T, addr string) []net.Conn {
+	t.Helper()
 	var flood []net.Conn
-	defer func() { closeConns(flood) }()
+	t.Cleanup(func() { closeConns(flood) })
 	for i := 0; i < floodConns; i++ {
 		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
@@ -236,11 +248,7 @@ func TestHTTPEndpointOutlastsKeepAliveFlood(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	s.mustRun(t, "under the flood")
-	if code, _, err := httpGet(base+"/jobs.json", 30*time.Second); err != nil || code == 0 {
-		s.mustRun(t, "under the flood")
-		t.Fatalf("GET /jobs.json while %d keep-alive connections are idle: %d %v", len(flood), code, err)
-	}
+	return flood
 }
 
 // TestDatanodeOutlastsDescriptorExhaustion: more idle connections than a

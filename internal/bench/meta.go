@@ -264,6 +264,9 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 		nnCPU := float64((nn1.CPU - nn0.CPU).Microseconds()) / ops
 		clCPU := float64((selfCPU() - self0).Microseconds()) / ops
 		cpuNote := fmt.Sprintf("CPU %.0f µs/op (namenode %.0f, clients %.0f)", nnCPU+clCPU, nnCPU, clCPU)
+		if syncs := nn1.Syncs - nn0.Syncs; syncs > 0 {
+			cpuNote += fmt.Sprintf("; %.2f commits per fsync", float64(nn1.Commits-nn0.Commits)/float64(syncs))
+		}
 		ref, err := sqliteCommits(o.DBDir, p, o.N, o.Mode != "durable")
 		if err != nil {
 			return nil, err

@@ -156,6 +156,7 @@ func dialRunners(ctx context.Context, c *client.Client, servers []string, tokenF
 
 // putText copies the local file into PlasmaFS file to (one replica, its
 // directory created) in one transaction and returns how long it took.
+// Both benchmarks put their input with it.
 func putText(ctx context.Context, c *client.Client, local, to string) (time.Duration, error) {
 	start := time.Now()
 	err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
@@ -252,24 +253,7 @@ func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir 
 		return fmt.Errorf("%s exists; remove it or pick another -dir", dir)
 	}
 	defer removeBenchDir(context.WithoutCancel(ctx), c, dir)
-	if err := c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-		if _, err := tx.MkdirAll(ctx, dir+"/in", 0o755); err != nil {
-			return err
-		}
-		dst, err := tx.CreateFile(ctx, dir+"/in/records", client.CreateOptions{Rep: 1})
-		if err != nil {
-			return err
-		}
-		src, err := os.Open(local)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		if _, err := io.Copy(dst, bufio.NewReaderSize(src, 1<<20)); err != nil {
-			return err
-		}
-		return dst.Close()
-	}); err != nil {
+	if _, err := putText(ctx, c, local, dir+"/in/records"); err != nil {
 		return err
 	}
 	sortStart := time.Now()

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | datanodes | datanode drain|disable|enable ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
 }
 
 func currentUser() string {
@@ -35,6 +35,15 @@ func cmdAdmin(ctx context.Context, args []string) error {
 	if len(args) >= 1 && args[0] == "top" {
 		return adminTop(ctx, args[1:])
 	}
+	if len(args) >= 1 && args[0] == "datanodes" {
+		return adminDatanodes(ctx, args[1:])
+	}
+	if len(args) >= 1 && args[0] == "datanode" {
+		return adminDatanode(ctx, args[1:])
+	}
+	if len(args) >= 1 && args[0] == "balance" {
+		return adminBalance(ctx, args[1:])
+	}
 	if len(args) >= 1 && isHelpArg(args[0]) {
 		fmt.Fprint(stdout, `usage: plasma admin SUBCOMMAND [options]   ('plasma admin SUBCOMMAND -help' for options)
 
@@ -42,11 +51,15 @@ func cmdAdmin(ctx context.Context, args []string) error {
   stats           show the namenode's request and commit counters
   backup FILE     write a consistent copy of the running namenode's metadata
   top             a live view of the namenode's operations, latencies and commits (from its /metrics)
+  datanodes       list the datanodes: state, capacity, used, blocks, last heartbeat, copies, and the replication queue
+  datanode drain|disable|enable ID
+                  move every replica off a datanode, stop or resume giving it new blocks
+  balance         move replicas from the fullest datanodes to the emptiest (e.g. after adding one)
 `)
 		return nil
 	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
-		return usagef("'plasma admin user add NAME', 'plasma admin stats' or 'plasma admin backup FILE'")
+		return usagef("'plasma admin user add NAME', 'plasma admin stats', 'plasma admin backup FILE', 'plasma admin datanodes', 'plasma admin datanode drain|disable|enable ID' or 'plasma admin balance'")
 	}
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")
@@ -99,7 +112,7 @@ func cmdAdmin(ctx context.Context, args []string) error {
 // random-read benchmark uses to show reads need no namenode).
 func adminStats(ctx context.Context, args []string) error {
 	f := newFlags("admin stats", "[-json]", "Show the namenode's request and commit counters, and how many additions to a\ndirectory waited for another client's lease on it (lease waits).", true)
-	out := newPrinter(f, "one JSON object: requests, commits, batches, cpu_seconds, lease_waits and per_op {operation: requests}")
+	out := newPrinter(f, "one JSON object: requests, commits, batches, syncs, cpu_seconds, lease_waits and per_op {operation: requests}")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
 		s, err := c.NamenodeStats(ctx)
 		if err != nil {
@@ -109,12 +122,14 @@ func adminStats(ctx context.Context, args []string) error {
 			Requests   uint64            `json:"requests"`
 			Commits    uint64            `json:"commits"`
 			Batches    uint64            `json:"batches"`
+			Syncs      uint64            `json:"syncs"`
 			CPU        float64           `json:"cpu_seconds"`
 			LeaseWaits uint64            `json:"lease_waits"`
 			PerOp      map[string]uint64 `json:"per_op"`
-		}{s.Requests, s.Commits, s.Batches, s.CPU.Seconds(), s.LeaseWaits, s.PerOp}
+		}{s.Requests, s.Commits, s.Batches, s.Syncs, s.CPU.Seconds(), s.LeaseWaits, s.PerOp}
 		return out.item(v, func(w io.Writer) {
-			fmt.Fprintf(w, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per fsync)\n", s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)))
+			fmt.Fprintf(w, "requests: %d\ncommits:  %d\nbatches:  %d (%.2f commits per store write)\nfsyncs:   %d (%.2f commits per fsync)\n",
+				s.Requests, s.Commits, s.Batches, float64(s.Commits)/max(1, float64(s.Batches)), s.Syncs, float64(s.Commits)/max(1, float64(s.Syncs)))
 			fmt.Fprintf(w, "lease waits: %d (additions that waited for another client's directory lease)\n", s.LeaseWaits)
 			ops := make([]string, 0, len(s.PerOp))
 			for op := range s.PerOp {

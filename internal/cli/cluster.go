@@ -62,6 +62,8 @@ func cmdClusterUp(ctx context.Context, args []string) error {
 	if u.detach && ready == nil {
 		return startSupervisor(ctx, args)
 	}
+	// The cluster's PostgreSQL server, if any, stops with the cluster.
+	defer u.stopStore()
 	if err := u.createVolumes(ctx); err != nil {
 		return err
 	}
@@ -408,6 +410,9 @@ func cmdClusterDown(ctx context.Context, args []string) error {
 			}
 		}
 		return fmt.Errorf("cluster processes %v did not stop within 60s", left)
+	}
+	if err := stopClusterPostgres(*dir); err != nil {
+		return err
 	}
 	// Members whose parent was killed are reaped by init, which can take
 	// a moment: give it that, so that they are gone from the process

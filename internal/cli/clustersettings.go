@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ type clusterSettings struct {
 	Security        string   `json:"security"`
 	DataSecurity    string   `json:"data_security"`
 	Relaxed         bool     `json:"relaxed"`
+	Store           string   `json:"store,omitempty"` // metadata store: sqlite ("") or postgres
 	// AdminAddrs are the members' admin ports (/metrics, status page), by
 	// member name (namenode, dn1, ts1, mount).
 	AdminAddrs map[string]string `json:"admin_addrs,omitempty"`
@@ -166,6 +168,9 @@ func resolveSettings(rec clusterSettings, found bool, flags clusterSettings, giv
 	}
 	if given["cluster"] && rec.Cluster != "" && flags.Cluster != rec.Cluster {
 		return rec, usagef("-cluster %s: this directory holds cluster %q (its volumes belong to it)", flags.Cluster, rec.Cluster)
+	}
+	if recStore := cmp.Or(rec.Store, storeSQLite); given["store"] && flags.Store != recStore {
+		return rec, usagef("-store %s: the cluster keeps its metadata in %s (move it with 'plasma namenode migrate')", flags.Store, recStore)
 	}
 	if given["blocksize"] && rec.Blocksize != 0 && flags.Blocksize != rec.Blocksize {
 		return rec, usagef("-blocksize %s: the cluster was made with blocksize %s, which cannot change", sizeString(flags.Blocksize), sizeString(rec.Blocksize))

@@ -27,6 +27,7 @@ type clusterUp struct {
 	nnAddr       string
 	detach       bool
 	relaxed      bool
+	store        string // storeSQLite or storePostgres
 	writeCfg     bool
 	sec, dataSec string
 	mountPoint   string // absolute; "" without -mount
@@ -75,6 +76,7 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	f.StringVar(&u.nnAddr, "namenode-addr", "", "namenode address (default: the recorded one, or a free port for a new cluster)")
 	f.BoolVar(&u.detach, "detach", false, "start in the background and return")
 	f.BoolVar(&u.relaxed, "relaxed", false, "relaxed commit mode (acknowledge before fsync)")
+	store := f.String("store", storeSQLite, "metadata store of a new cluster: sqlite, or postgres (a private PostgreSQL server,\nstarted with the cluster: initdb and pg_ctl of Debian's postgresql package)")
 	f.BoolVar(&u.writeCfg, "write-config", true, "write the client configuration ("+client.ConfigFile()+")")
 	f.StringVar(&u.sec, "security", "privacy", "namenode traffic security: none, auth, integrity or privacy")
 	f.StringVar(&u.dataSec, "data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
@@ -90,6 +92,10 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 		return nil, usagef("unexpected argument %q", f.pos[0])
 	}
 	u.n, u.tsSlots, u.restartReset = *n, *tsSlots, *restartReset
+	if *store != storeSQLite && *store != storePostgres {
+		return nil, usagef("-store %s: sqlite or postgres", *store)
+	}
+	u.store = *store
 	if err := u.applySettings(f); err != nil {
 		return nil, err
 	}
@@ -122,7 +128,7 @@ func (u *clusterUp) applySettings(f *flags) error {
 	u.given = map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { u.given[fl.Name] = true })
 	settings, err := resolveSettings(rec, made, clusterSettings{Cluster: u.name, Datanodes: u.n, Blocksize: u.bs, VolumeSize: u.size, NamenodeAddr: u.nnAddr,
-		TaskServerSlots: u.tsSlots, Security: u.sec, DataSecurity: u.dataSec, Relaxed: u.relaxed}, u.given)
+		TaskServerSlots: u.tsSlots, Security: u.sec, DataSecurity: u.dataSec, Relaxed: u.relaxed, Store: u.store}, u.given)
 	if err != nil {
 		return err
 	}
@@ -194,7 +200,11 @@ func (u *clusterUp) createVolumes(ctx context.Context) error {
 	}
 	// The namespace is formatted only with the cluster's first volumes (so
 	// restarts of the namenode never format).
-	if err := formatNewCluster(filepath.Join(u.dir, "namenode.db"), u.dir, u.n); err != nil {
+	if u.settings.Store == storePostgres {
+		if err := formatNewPostgresCluster(ctx, u.dir, u.n); err != nil {
+			return err
+		}
+	} else if err := formatNewCluster(filepath.Join(u.dir, "namenode.db"), u.dir, u.n); err != nil {
 		return err
 	}
 	for i := 1; i <= u.n; i++ {
@@ -318,8 +328,13 @@ func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor.Supervisor)
 
 // startNamenode starts the namenode and waits until it listens.
 func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor.Supervisor) error {
-	nnArgs := []string{"namenode", "-listen", u.nnAddr, "-db", filepath.Join(u.dir, "namenode.db"), "-cluster", u.name, "-blocksize", strconv.FormatInt(u.bs, 10),
-		"-security", u.sec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred}
+	storeArgs, err := u.clusterStoreArgs()
+	if err != nil {
+		return err
+	}
+	nnArgs := append([]string{"namenode", "-listen", u.nnAddr}, storeArgs...)
+	nnArgs = append(nnArgs, "-cluster", u.name, "-blocksize", strconv.FormatInt(u.bs, 10),
+		"-security", u.sec, "-data-security", u.dataSec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred)
 	if u.relaxed {
 		nnArgs = append(nnArgs, "-relaxed")
 	}

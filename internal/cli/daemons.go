@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register("namenode", "[-listen ADDR] [-db FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata", cmdNamenode)
+	register("namenode", "[-listen ADDR] [-db STORE] [-log FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY | migrate -from STORE -to STORE", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata; copy it to another store", cmdNamenode)
 	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + preallocated data file)", cmdDatanodeInit)
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
@@ -106,9 +106,15 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "backup" {
 		return cmdNamenodeBackup(ctx, args[1:])
 	}
-	f := newFlags("namenode", "[options]", "Run the PlasmaFS namenode (metadata server, SQLite store).", false)
+	if len(args) > 0 && args[0] == "migrate" {
+		return cmdNamenodeMigrate(ctx, args[1:])
+	}
+	f := newFlags("namenode", "[options]", `Run the PlasmaFS namenode (metadata server). Its metadata store is a SQLite file
+or a PostgreSQL database (-db postgres://user@host/db, with -log naming the
+commit log, a local file); 'plasma namenode migrate' copies between them.`, false)
 	listen := f.String("listen", "127.0.0.1:2730", "address to serve clients and datanodes on")
-	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	db := f.String("db", "namenode.db", "metadata store: a SQLite database file (with its -wal and -shm files), or a URL\n(sqlite:///path/namenode.db, postgres://user@host:5432/db?sslmode=disable; the engines: "+strings.Join(meta.Engines(), ", ")+")")
+	upgrade := f.Bool("upgrade", false, "migrate a PostgreSQL database of an older schema version to this program's (back it up first;\nSQLite files are migrated at every start)")
 	logFlag := f.String("log", "", "commit log file (default: the SQLite database's path + \".log\"; required for a store\nthat is not a local file)")
 	format := f.Bool("format", false, "create a new, empty namespace in -db, which must not exist yet (without it, a missing database is refused)")
 	acceptLostWAL := f.Bool("accept-lost-wal", false, "start from a database that was not closed cleanly although its -wal file is gone, losing the commits it held")
@@ -132,9 +138,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	txnTimeout := f.durationRange("txn-timeout", 10*time.Minute, time.Second, 24*time.Hour, "abort transactions idle this long")
 	leaseTerm := f.durationRange("lease-term", namenode.DefaultLeaseTerm, 10*time.Millisecond, time.Minute, "length of the directory leases mounts take to answer lookups of missing names\nthemselves; others' creates in a leased directory may wait this long. Before\nshortening it, stop the namenode for at least the old term")
 	hb := f.durationRange("heartbeat-timeout", 10*time.Second, 100*time.Millisecond, time.Hour, "declare a datanode dead after this long without heartbeat")
+	deadAfter := f.durationRange("dead-after", 10*time.Minute, time.Second, 30*24*time.Hour, "replace the replicas of a datanode dead this long by copies on the others\n(until then they count: it may come back)")
+	copies := f.intRange("copies-per-node", 2, 1, 64, "re-replication copies (of up to 32 blocks) a datanode takes part in at a time")
 	level := f.String("log-level", "info", "log level (debug, info, warn, error)")
 	logFormat := logFormatFlag(f)
 	secFlag := f.String("security", "privacy", "security level of client and datanode connections: none, auth, integrity or privacy")
+	dataSecFlag := f.String("data-security", "", "security level the namenode uses on datanodes' data ports to have them copy blocks\n(default: -security)")
 	credFile := f.String("credential", "", "the namenode's credential (needed above level none)")
 	ticketKey := f.String("ticket-key", "", "file with the key shared with the datanodes for tickets")
 	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
@@ -149,6 +158,12 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	sec, err := auth.ParseLevel(*secFlag)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	dataSec := sec
+	if *dataSecFlag != "" {
+		if dataSec, err = auth.ParseLevel(*dataSecFlag); err != nil {
+			return usagef("-data-security: %v", err)
+		}
 	}
 	cred, tk, err := loadDaemonSecrets(*credFile, *ticketKey)
 	if err != nil {
@@ -174,7 +189,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 	if _, err := os.Stat(logPath); err == nil && *format {
 		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
 	}
-	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL})
+	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
 	if err != nil {
 		return err
 	}
@@ -184,15 +199,20 @@ func cmdNamenode(ctx context.Context, args []string) error {
 			store.Close()
 		}
 	}()
+	if meta.LocalPath(*db) == "" {
+		if err := checkLogNamespace(logPath, store, *db, *format); err != nil {
+			return err
+		}
+	}
 	if ns, ok := store.(meta.Namespacer); ok && *format {
-		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), *db)
+		fmt.Fprintf(stderr, "namenode: formatted a new namespace %s in %s\n", ns.Namespace(), meta.Redact(*db))
 	}
 	log, err := daemonLogger(*level, *logFormat)
 	if err != nil {
 		return err
 	}
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
-		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
+		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DeadAfter: *deadAfter, CopiesPerNode: *copies, DataSecurity: dataSec, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
@@ -217,7 +237,7 @@ func cmdNamenode(ctx context.Context, args []string) error {
 		nn.Close()
 		return err
 	}
-	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", *db, "relaxed", *relaxed)
+	log.Info("namenode serving", "addr", ln.Addr().String(), "cluster", *cluster, "blocksize", bs, "db", meta.Redact(*db), "relaxed", *relaxed)
 	errc := make(chan error, 1)
 	go func() { errc <- nn.Serve(ln) }()
 	select {
@@ -295,6 +315,9 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	var receiveMem int64 = 1 << 30
 	f.sizeRange(&receiveMem, "receive-memory", 1<<20, 1<<40, "memory for write data received and not yet stored, all connections together (at least four blocks)")
 	adminAddr := adminFlag(f)
+	scrubEvery := f.durationRange("scrub-interval", 7*24*time.Hour, 0, 365*24*time.Hour, "start a pass of the scrubber, which checks every block's checksum and reports damaged\nones to the namenode, this often (0: no scrubbing)")
+	var scrubRate int64 = 8 << 20
+	f.sizeRange(&scrubRate, "scrub-rate", 64<<10, 1<<40, "bytes a second the scrubber reads at most (a few percent of a disk's bandwidth)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -318,7 +341,8 @@ func cmdDatanode(ctx context.Context, args []string) error {
 		return err
 	}
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
-		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem)})
+		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem),
+		ScrubInterval: *scrubEvery, ScrubRate: scrubRate})
 	if err != nil {
 		return err
 	}
@@ -406,6 +430,9 @@ namenode, remove FILE-wal, FILE-shm and FILE.log, and copy COPY to FILE.`, false
 	if *out == "" {
 		return usagef("-o COPY is required")
 	}
+	if strings.Contains(*db, "://") && meta.LocalPath(*db) == "" {
+		return usagef("-db %s: a PostgreSQL store is backed up with pg_dump (see README, \"PostgreSQL as the metadata store\")", meta.Redact(*db))
+	}
 	// Commits still only in the commit log go into the store first (the
 	// namenode is stopped; it would replay them itself at its next start).
 	logPath := *db + ".log"
@@ -435,12 +462,8 @@ func formatNewCluster(db, dir string, datanodes int) error {
 	if _, err := os.Stat(db); err == nil {
 		return nil
 	}
-	for i := 1; i <= datanodes; i++ {
-		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
-		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
-			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: restore the database (with its -wal file) or a backup of it; "+
-				"or remove %s to start a new, empty cluster", dir, vol, db, dir)
-		}
+	if err := refuseVolumesWithoutNamespace(db, dir, datanodes); err != nil {
+		return err
 	}
 	store, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{Format: true})
 	if err != nil {
@@ -448,4 +471,22 @@ func formatNewCluster(db, dir string, datanodes int) error {
 	}
 	fmt.Fprintf(stdout, "new namespace %s in %s\n", store.Namespace(), db)
 	return store.Close()
+}
+
+// refuseVolumesWithoutNamespace refuses to format a new namespace in db
+// for a cluster directory that has datanode volumes: a new namespace would
+// not hold their files (and the volumes would refuse to join it).
+func refuseVolumesWithoutNamespace(db, dir string, datanodes int) error {
+	restore := "restore the database or a backup of it"
+	if meta.LocalPath(db) != "" {
+		restore = "restore the database (with its -wal file) or a backup of it"
+	}
+	for i := 1; i <= datanodes; i++ {
+		vol := filepath.Join(dir, fmt.Sprintf("dn%d", i))
+		if _, err := os.Stat(filepath.Join(vol, "config")); err == nil {
+			return fmt.Errorf("%s has datanode volumes (%s) but no namenode database %s: %s; "+
+				"or remove %s to start a new, empty cluster", dir, vol, meta.Redact(db), restore, dir)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/plasmafs/plasma/client"
 )
@@ -37,9 +36,6 @@ func PrintUsage(prog, msg string) int {
 
 // IsHelpArg says whether s asks for help (-h, -help, --help, help).
 func IsHelpArg(s string) bool { return isHelpArg(s) }
-
-// Stdout is where commands write their output.
-func Stdout() io.Writer { return stdout }
 
 // MultiFlag is a repeatable string flag.
 type MultiFlag = multiFlag

@@ -224,14 +224,26 @@ failed), 3 no problems found but some replicas could not be checked (run it agai
 		if err != nil {
 			return err
 		}
+		// The re-replication queue: what is being repaired already.
+		repl, rerr := c.ReplicationStatus(ctx)
+		if rerr != nil {
+			fmt.Fprintf(stderr, "plasma fsck: the replication queue could not be read: %v\n", rerr)
+		}
 		v := struct {
-			Files     int      `json:"files"`
-			Blocks    int      `json:"blocks"`
-			Unsettled int      `json:"unsettled"`
-			Problems  []string `json:"problems"`
-			Unchecked []string `json:"unchecked"`
-		}{rep.Files, rep.Blocks, rep.Unsettled, append([]string{}, rep.Problems...), append([]string{}, rep.Unchecked...)}
+			Files       int                       `json:"files"`
+			Blocks      int                       `json:"blocks"`
+			Unsettled   int                       `json:"unsettled"`
+			Problems    []string                  `json:"problems"`
+			Unchecked   []string                  `json:"unchecked"`
+			Replication *client.ReplicationStatus `json:"replication,omitempty"`
+		}{rep.Files, rep.Blocks, rep.Unsettled, append([]string{}, rep.Problems...), append([]string{}, rep.Unchecked...), nil}
+		if rerr == nil {
+			v.Replication = &repl
+		}
 		err = out.item(v, func(w io.Writer) {
+			if rerr == nil {
+				printReplication(w, repl)
+			}
 			for _, p := range rep.Problems {
 				fmt.Fprintln(w, escapeText(p))
 			}
@@ -270,9 +282,17 @@ func awaitDatanodes(ctx context.Context, c *client.Client, limit time.Duration) 
 		if err != nil {
 			return err
 		}
+		// Not for a datanode the namenode declared dead whose replicas it
+		// replaced: it holds nothing to check.
+		empty := map[uint32]bool{}
+		if st, err := c.ReplicationStatus(ctx); err == nil {
+			for _, n := range st.Nodes {
+				empty[n.ID] = n.State == "dead" && n.Replicas == 0
+			}
+		}
 		var missing []string
 		for _, n := range nodes {
-			if n.Enabled && !n.Alive {
+			if n.Enabled && !n.Alive && !empty[n.ID] {
 				missing = append(missing, escapeName(n.Identity))
 			}
 		}

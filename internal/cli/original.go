@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -69,25 +71,14 @@ block size, default replication, datanodes.`, true)
 }
 
 // taskServersOf returns the MapReduce task servers the configuration
-// file lists for cfg's cluster (none when the cluster came from elsewhere).
+// file lists for cfg's cluster (none when the cluster came from elsewhere),
+// as 'plasma mr run' finds them.
 func taskServersOf(cfg client.Config) []string {
 	if !strings.HasPrefix(cfg.Source, "/") {
 		return nil
 	}
-	b, err := os.ReadFile(cfg.Source)
-	if err != nil {
-		return nil
-	}
-	entries, err := client.ParseConfigFile(string(b))
-	if err != nil {
-		return nil
-	}
-	for _, e := range entries {
-		if e.Name == cfg.Cluster {
-			return e.TaskServers
-		}
-	}
-	return nil
+	ts, _, _ := clusterTaskServers(cfg.Cluster)
+	return ts
 }
 
 func printParams(w io.Writer, v jsonParams) {
@@ -230,7 +221,7 @@ func copyAcross(ctx context.Context, c *client.Client, from, to treeArg, rep int
 		}
 		bar := newProgress(src.Size(), "cp", quiet)
 		defer bar.finish()
-		return getToFile(ctx, src, to.path, bar)
+		return getToFile(ctx, src, localInto(to.path, path.Base(from.path)), bar)
 	}
 	lf, err := os.Open(from.path)
 	if err != nil {
@@ -246,11 +237,26 @@ func copyAcross(ctx context.Context, c *client.Client, from, to treeArg, rep int
 	}
 	bar := newProgress(st.Size(), "cp", quiet)
 	defer bar.finish()
+	name := filepath.Base(from.path)
 	if to.local {
-		return copyLocal(ctx, io.TeeReader(lf, bar), to.path)
+		return copyLocal(ctx, io.TeeReader(lf, bar), localInto(to.path, name))
 	}
-	_, err = c.CopyIn(ctx, io.TeeReader(lf, bar), to.path, client.CopyOptions{Rep: rep, CommitEvery: 1 << 30})
+	// Into an existing directory, as cp within PlasmaFS and put do.
+	dst, err := intoDir(ctx, c, to.path, name, false)
+	if err != nil {
+		return err
+	}
+	_, err = c.CopyIn(ctx, io.TeeReader(lf, bar), dst, client.CopyOptions{Rep: rep, CommitEvery: 1 << 30})
 	return err
+}
+
+// localInto is where a copy named name goes given the local destination
+// dst: into dst if it is a directory, as cp(1) does.
+func localInto(dst, name string) string {
+	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+		return filepath.Join(dst, name)
+	}
+	return dst
 }
 
 // copyLocal writes r to the local file dst, whole or not at all.

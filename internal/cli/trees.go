@@ -16,7 +16,7 @@ import (
 func init() {
 	register("du", "[-s] [-h] [/path|glob...]", "show the sizes of directory trees", cmdDu)
 	register("df", "[-h] [-json]", "show the cluster's capacity, used and free space", cmdDf)
-	register("setrep", "[-R] N /path|glob...", "set the replication of files (of new blocks; see -help)", cmdSetrep)
+	register("setrep", "[-R] N /path|glob...", "set the replication of files (existing blocks are copied or trimmed in the background)", cmdSetrep)
 }
 
 func cmdDu(ctx context.Context, args []string) error {
@@ -134,11 +134,10 @@ every replica. -help (or --help) prints this help.`, true)
 
 func cmdSetrep(ctx context.Context, args []string) error {
 	f := newFlags("setrep", "[-R] N /path|glob...", `Set the replication of files to N (1..`+strconv.Itoa(wire.MaxReplica)+`; at most the live datanodes), with -R
-of every file under the directories named. This changes the files' metadata: blocks
-written from now on get N replicas. The blocks the files already have keep the replicas
-they have (the namenode does not copy or remove replicas yet): with a larger N, fsck
-reports them as under-replicated until the file is rewritten (e.g. 'plasma cp' to a new
-file); with a smaller N their extra replicas stay.`, true)
+of every file under the directories named. Blocks written from now on get N replicas;
+the namenode copies the blocks the files already have to more datanodes (a larger N)
+or removes their extra replicas (a smaller N) in the background, at a bounded rate:
+'plasma fsck' and 'plasma admin datanodes' show what is queued and being copied.`, true)
 	recursive := f.Bool("R", false, "also the files under directories, recursively")
 	return withClient(ctx, f, args, 2, -1, func(c *client.Client) error {
 		n, err := strconv.Atoi(f.pos[0])

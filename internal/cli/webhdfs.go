@@ -11,6 +11,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/connlimit"
 	"github.com/plasmafs/plasma/internal/nfsbridge"
 	"github.com/plasmafs/plasma/internal/webhdfs"
 )
@@ -56,12 +57,14 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 		}
 		opt.Trusted = l
 	}
+	cred, credErr := gatewayCredential(f)
 	var tlsConf *tls.Config
 	if *certFile != "" {
 		var err error
-		if tlsConf, opt.Cluster, err = webhdfsTLS(f, *certFile, *keyFile); err != nil {
+		if tlsConf, err = webhdfsTLS(cred, credErr, *certFile, *keyFile); err != nil {
 			return err
 		}
+		opt.Cluster = cred.Identity.Cluster
 	}
 	c, err := f.connect(ctx)
 	if err != nil {
@@ -70,10 +73,15 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 	defer c.Close()
 	srv := webhdfs.New(c, opt).Server()
 	srv.TLSConfig = tlsConf
-	l, err := net.Listen("tcp", *listen)
+	srv.ConnState = connlimit.ConnState
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", *listen, err)
 	}
+	// The accept path of every server (internal/connlimit), under TLS so
+	// that a connection's handshake counts as its wait for a first request
+	// and net/http still sees the *tls.Conn.
+	var l net.Listener = connlimit.Listen(ln, connlimit.Options{Name: "webhdfs"})
 	scheme := "http"
 	if tlsConf != nil {
 		scheme = "https"
@@ -87,7 +95,7 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 		who = "client certificates of the cluster CA; " + who
 	}
 	fmt.Fprintf(stdout, "plasma: WebHDFS identities: %s\n", who)
-	if note := webhdfsCredentialNote(f); note != "" {
+	if note := webhdfsCredentialNote(cred); note != "" {
 		fmt.Fprintln(stdout, "plasma: note: "+note)
 	}
 	fmt.Fprintf(stdout, "plasma: serving WebHDFS on %s://%s%s/\n", scheme, l.Addr(), webhdfs.Prefix)
@@ -109,42 +117,44 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 	}
 }
 
+// gatewayCredential loads the credential of the cluster entry the gateway
+// connects with (nil, without an error, at security level none: there is
+// no credential file).
+func gatewayCredential(f *flags) (*auth.Credential, error) {
+	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
+	if err != nil || cfg.CredentialFile == "" {
+		return nil, err
+	}
+	return auth.LoadCredential(cfg.CredentialFile)
+}
+
 // webhdfsTLS returns the gateway's TLS configuration: its server
 // certificate, and client certificates verified (when given) against the
-// CA of the cluster credential the gateway connects with.
-func webhdfsTLS(f *flags, certFile, keyFile string) (*tls.Config, string, error) {
+// CA of cred, the cluster credential the gateway connects with (credErr:
+// why it could not be loaded).
+func webhdfsTLS(cred *auth.Credential, credErr error, certFile, keyFile string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, "", fmt.Errorf("-tls-cert %s / -tls-key %s: %w", certFile, keyFile, err)
+		return nil, fmt.Errorf("-tls-cert %s / -tls-key %s: %w", certFile, keyFile, err)
 	}
-	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
-	if err != nil {
-		return nil, "", err
+	if credErr != nil {
+		return nil, credErr
 	}
-	if cfg.CredentialFile == "" {
-		return nil, "", usagef("-tls-cert needs the cluster CA to verify client certificates: give the gateway a credential ($PLASMAFS_CREDENTIAL or the cluster entry in ~/.plasmafs)")
-	}
-	cred, err := auth.LoadCredential(cfg.CredentialFile)
-	if err != nil {
-		return nil, "", err
+	if cred == nil {
+		return nil, usagef("-tls-cert needs the cluster CA to verify client certificates: give the gateway a credential ($PLASMAFS_CREDENTIAL or the cluster entry in ~/.plasmafs)")
 	}
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientCAs:    cred.CA,
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		MinVersion:   tls.VersionTLS12,
-	}, cred.Identity.Cluster, nil
+	}, nil
 }
 
 // webhdfsCredentialNote says what follows from a gateway credential that
-// is not a superuser's ("" for a superuser's, or at security level none).
-func webhdfsCredentialNote(f *flags) string {
-	cfg, err := client.LoadConfig(f.cluster, f.namenodes)
-	if err != nil || cfg.CredentialFile == "" {
-		return ""
-	}
-	cred, err := auth.LoadCredential(cfg.CredentialFile)
-	if err != nil || cred.Identity.Super() {
+// is not a superuser's ("" for a superuser's, or without a credential).
+func webhdfsCredentialNote(cred *auth.Credential) string {
+	if cred == nil || cred.Identity.Super() {
 		return ""
 	}
 	return fmt.Sprintf("the gateway's credential (%s) is not a superuser's: what its users create belongs to %s, "+

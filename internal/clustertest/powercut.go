@@ -9,6 +9,7 @@ import (
 
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/lossyfs"
+	"github.com/plasmafs/plasma/internal/meta"
 )
 
 // PowerCutProcs is a cluster of real processes (as Start makes) whose
@@ -52,8 +53,14 @@ func StartPowerCut(t testing.TB, o Options) *PowerCutProcs {
 			t.Errorf("unmount %s: %v", pc.Mnt, err)
 		}
 	})
-	// The last -db wins: the database goes on the mount.
-	o.NamenodeArgs = append(append([]string(nil), o.NamenodeArgs...), "-db", filepath.Join(pc.Mnt, "namenode.db"))
+	// The last -db wins: the database goes on the mount. A database
+	// on a server (PostgreSQL) is another machine's, which keeps running
+	// through the cut: then the namenode's commit log goes on the mount.
+	if remoteStore(o.NamenodeArgs) {
+		o.NamenodeArgs = append(append([]string(nil), o.NamenodeArgs...), "-log", filepath.Join(pc.Mnt, "namenode.log"))
+	} else {
+		o.NamenodeArgs = append(append([]string(nil), o.NamenodeArgs...), "-db", filepath.Join(pc.Mnt, "namenode.db"))
+	}
 	c := &Procs{t: t, Opts: o, Dir: dir, Bin: Binary(t)}
 	pc.Procs = c
 	c.NN = &Proc{Addr: freeAddr(t), Dir: pc.Mnt, Log: filepath.Join(dir, "namenode.log")}
@@ -128,4 +135,15 @@ func (pc *PowerCutProcs) PowerCut() {
 		pc.StartDatanode(p)
 	}
 	pc.WaitLive(len(pc.DNs))
+}
+
+// remoteStore reports whether namenode arguments name a metadata store
+// that is not a local file (a postgres:// URL).
+func remoteStore(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-db" && meta.LocalPath(args[i+1]) == "" {
+			return true
+		}
+	}
+	return false
 }

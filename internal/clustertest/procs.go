@@ -212,7 +212,7 @@ func (c *Procs) StartNamenode() {
 	first := c.NN.cmd == nil
 	args := []string{"namenode", "-listen", c.NN.Addr, "-db", filepath.Join(c.Dir, "namenode.db"), "-cluster", c.Opts.Cluster,
 		"-blocksize", strconv.FormatInt(c.Opts.Blocksize, 10), "-log-level", "warn",
-		"-security", c.Opts.Security, "-credential", c.IssueCredential("namenode", auth.RoleNamenode), "-ticket-key", c.TicketKeyFile(),
+		"-security", c.Opts.Security, "-data-security", c.Opts.DataSecurity, "-credential", c.IssueCredential("namenode", auth.RoleNamenode), "-ticket-key", c.TicketKeyFile(),
 		"-delegation-credential", c.delegationFile()}
 	if c.Opts.Relaxed {
 		args = append(args, "-relaxed")

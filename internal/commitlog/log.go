@@ -34,7 +34,8 @@ const MaxRecord = 256 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Log is an open commit log. It is used by one goroutine at a time.
+// Log is an open commit log. It is used by one goroutine at a time,
+// except Sync, which may run while another goroutine appends.
 type Log struct {
 	f    *os.File
 	path string
@@ -172,7 +173,11 @@ func (l *Log) Append(payload []byte) (uint64, error) {
 	return seq, nil
 }
 
-// Sync makes every appended record durable.
+// Sync makes every record whose Append returned before it was called
+// durable. It only fdatasyncs the file, so it may run while another
+// goroutine appends (group commit: the next batch is written while the
+// previous one is synced); a record appended meanwhile may or may not be
+// covered, and a torn one ends the valid chain at the next Open.
 func (l *Log) Sync() error {
 	if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
 		return fmt.Errorf("commit log %s: sync: %w", l.path, err)

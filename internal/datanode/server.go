@@ -44,6 +44,11 @@ type Config struct {
 	// together hold between reading and storing them (default 1 GiB, at
 	// least four blocks).
 	ReceiveMemory int
+	// ScrubInterval is how often the scrubber starts a pass over the
+	// volume, ScrubRate the most bytes a second it reads (scrub.go);
+	// ScrubInterval 0 turns it off.
+	ScrubInterval time.Duration
+	ScrubRate     int64
 }
 
 // Server serves one volume over the data protocol.
@@ -66,6 +71,7 @@ type Server struct {
 	received *connlimit.Budget
 	obs      *observer // metrics.go
 	stop     chan struct{}
+	bad      chan badBlock // found by the scrubber, for the namenode
 	wg       sync.WaitGroup
 }
 
@@ -107,7 +113,7 @@ func Open(cfg Config) (*Server, error) {
 		cfg.ReceiveMemory = 1 << 30
 	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, conns: map[net.Conn]string{}, stop: make(chan struct{}), revoked: map[uint64]time.Time{},
-		obs: newObserver()}
+		obs: newObserver(), bad: make(chan badBlock, 1024)}
 	if cfg.TicketKey != nil {
 		s.floor.refuseAll() // until the namenode says which tickets are current
 	}
@@ -145,6 +151,10 @@ func (s *Server) Register(ctx context.Context, addr, socket string) error {
 		if err == nil {
 			s.wg.Add(1)
 			go s.heartbeats(c, addr, socket)
+			if s.cfg.ScrubInterval > 0 && s.cfg.ScrubRate > 0 {
+				s.wg.Add(1)
+				go s.scrub()
+			}
 			return nil
 		}
 		if !errors.As(err, new(unreachableError)) || ctx.Err() != nil {
@@ -247,6 +257,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 		}
 		if err == nil {
 			s.revoke(resp.Counters)
+			s.reportBad(c)
 		}
 		if err != nil {
 			s.log.Warn("lost namenode connection", "err", err)
@@ -606,6 +617,14 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		switch q.Op {
 		case wire.DataWrite, wire.DataAdopt:
 			gen, terr = s.checkTicket(q.Ticket, q.Block, 1, true)
+		case wire.DataReplicate:
+			// The whole block is copied: a read ticket limited to a
+			// prefix (a partly filled last block) does not allow it.
+			var lim uint64
+			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
+			if terr == nil && lim > 0 {
+				terr = fmt.Errorf("%w: the ticket allows reading the first %d bytes of block %d, not copying it", auth.ErrTicketRange, lim, q.Block)
+			}
 		case wire.DataRead:
 			var lim uint64
 			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
@@ -662,6 +681,11 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 				resp.CRC = crc
 				resp.Length = uint32(n)
 				payload = (*bufp)[:n]
+			}
+		case wire.DataReplicate:
+			bufp = s.bufs.Get().(*[]byte)
+			if err := s.replicate(&next, q, gen, *bufp); err != nil {
+				resp = errResp(err)
 			}
 		case wire.DataSync:
 			if err := s.store.Sync(); err != nil {

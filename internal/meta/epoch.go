@@ -35,7 +35,12 @@ func (s *SQLite) RaiseBootEpoch(floor uint64) (uint64, error) {
 func (s *SQLite) raiseBootEpoch(floor uint64) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tx, err := s.db.Begin()
+	return raiseBootEpoch(s.db, floor)
+}
+
+// raiseBootEpoch raises the counter with SQL both engines share.
+func raiseBootEpoch(db *sql.DB, floor uint64) (uint64, error) {
+	tx, err := db.Begin()
 	if err != nil {
 		return 0, err
 	}

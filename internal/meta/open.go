@@ -91,3 +91,13 @@ func init() {
 		return OpenSQLiteWith(u.Path, o)
 	})
 }
+
+// Redact returns a store location fit for messages: a URL without its
+// password.
+func Redact(location string) string {
+	u, err := storeURL(location)
+	if err != nil || u.Scheme == "sqlite" && !strings.Contains(location, "://") {
+		return location
+	}
+	return u.Redacted()
+}

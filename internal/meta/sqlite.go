@@ -39,10 +39,14 @@ var migrations = []string{
 	`CREATE TABLE namespace (id TEXT NOT NULL);`,
 	// The generation of the allocation that made an extent's blocks.
 	`ALTER TABLE extents ADD COLUMN gen INTEGER NOT NULL DEFAULT 0;`,
+	// Views for operators (views.go).
+	sqliteViews,
 }
 
 // SQL shared by SQLite and PostgreSQL; prepared once per store.
 const (
+	sqlLogSeq   = `INSERT INTO counters VALUES ('log_seq', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`
+	sqlInoLimit = `INSERT INTO counters VALUES ('ino_limit', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`
 	sqlPutInode = `INSERT INTO inodes VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
 				ON CONFLICT (ino) DO UPDATE SET type=excluded.type, mode=excluded.mode, owner=excluded.owner,
 				grp=excluded.grp, size=excluded.size, nlink=excluded.nlink, mtime=excluded.mtime, ctime=excluded.ctime,
@@ -55,9 +59,10 @@ const (
 	sqlPutNode    = `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
 )
 
-const sqlTouch = `UPDATE inodes SET mtime = $2, ctime = max(ctime, $2) WHERE ino = $1 AND mtime < $2`
+// CASE, not SQLite's max() or PostgreSQL's greatest(): both engines run it.
+const sqlTouch = `UPDATE inodes SET mtime = $2, ctime = CASE WHEN ctime > $2 THEN ctime ELSE $2 END WHERE ino = $1 AND mtime < $2`
 
-var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode}
+var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode, sqlLogSeq, sqlInoLimit}
 
 // SQLite is the embedded metadata store: one database file in WAL mode.
 type SQLite struct {
@@ -87,6 +92,9 @@ type SQLiteOptions struct {
 	// ReadOnly opens an existing database for reading only (a backup of
 	// a stopped namenode).
 	ReadOnly bool
+	// Upgrade migrates an older schema (PostgreSQL; SQLite files are
+	// migrated at every open).
+	Upgrade bool
 	// AcceptLostWAL opens a database that was not closed cleanly although
 	// its write-ahead log is gone, accepting the loss of the commits the
 	// log held.
@@ -340,9 +348,12 @@ func (s *SQLite) migrate() error {
 }
 
 // Load implements Store.
-func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
+func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) { return loadSnapshot(ctx, s.db) }
+
+// loadSnapshot reads the whole metadata with SQL both engines share.
+func loadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 	snap := &Snapshot{Blocks: map[uint64][]Extent{}, InoLimit: 2}
-	rows, err := s.db.QueryContext(ctx, `SELECT ino, type, mode, owner, grp, size, nlink, mtime, ctime, rep, seq, target FROM inodes`)
+	rows, err := db.QueryContext(ctx, `SELECT ino, type, mode, owner, grp, size, nlink, mtime, ctime, rep, seq, target FROM inodes`)
 	if err != nil {
 		return nil, fmt.Errorf("load inodes: %w", err)
 	}
@@ -360,7 +371,7 @@ func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load inodes: %w", err)
 	}
-	rows, err = s.db.QueryContext(ctx, `SELECT parent, name, ino FROM names`)
+	rows, err = db.QueryContext(ctx, `SELECT parent, name, ino FROM names`)
 	if err != nil {
 		return nil, fmt.Errorf("load names: %w", err)
 	}
@@ -375,7 +386,7 @@ func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load names: %w", err)
 	}
-	rows, err = s.db.QueryContext(ctx, `SELECT ino, idx, count, replicas, crcs, gen FROM extents ORDER BY ino, idx`)
+	rows, err = db.QueryContext(ctx, `SELECT ino, idx, count, replicas, crcs, gen FROM extents ORDER BY ino, idx`)
 	if err != nil {
 		return nil, fmt.Errorf("load extents: %w", err)
 	}
@@ -403,7 +414,7 @@ func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load extents: %w", err)
 	}
-	rows, err = s.db.QueryContext(ctx, `SELECT id, identity, blocks, enabled FROM datanodes`)
+	rows, err = db.QueryContext(ctx, `SELECT id, identity, blocks, enabled FROM datanodes`)
 	if err != nil {
 		return nil, fmt.Errorf("load datanodes: %w", err)
 	}
@@ -420,11 +431,11 @@ func (s *SQLite) Load(ctx context.Context) (*Snapshot, error) {
 	}
 	var lim uint64
 	var logSeq int64
-	if err := s.db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'log_seq'`).Scan(&logSeq); err != nil && err != sql.ErrNoRows {
+	if err := db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'log_seq'`).Scan(&logSeq); err != nil && err != sql.ErrNoRows {
 		return nil, fmt.Errorf("load counters: %w", err)
 	}
 	snap.LogSeq = uint64(logSeq)
-	err = s.db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'ino_limit'`).Scan(&lim)
+	err = db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'ino_limit'`).Scan(&lim)
 	if err != nil && err != sql.ErrNoRows {
 		return nil, fmt.Errorf("load counters: %w", err)
 	}
@@ -450,7 +461,23 @@ func (s *SQLite) Apply(ctx context.Context, changes []*Change) error {
 	if err != nil {
 		return fmt.Errorf("begin metadata transaction: %w", err)
 	}
-	if err := apply(ctx, tx, changes, s.prepared); err != nil {
+	bound := map[string]*sql.Stmt{}
+	exec := func(q string, args ...any) error {
+		st := bound[q]
+		if st == nil {
+			p := s.stmts[q]
+			if p == nil {
+				return fmt.Errorf("statement not prepared: %q", q)
+			}
+			// Prepared at open time (preparing during a transaction
+			// would wait for the only connection), bound to tx here.
+			st = tx.Stmt(p)
+			bound[q] = st
+		}
+		_, err := st.ExecContext(ctx, args...)
+		return err
+	}
+	if err := apply(changes, exec); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -460,99 +487,46 @@ func (s *SQLite) Apply(ctx context.Context, changes []*Change) error {
 	return nil
 }
 
-// prepared returns the statement for q, prepared at open time (preparing
-// during a transaction would wait for the only connection).
-func (s *SQLite) prepared(q string) (*sql.Stmt, error) {
-	if st := s.stmts[q]; st != nil {
-		return st, nil
-	}
-	return nil, fmt.Errorf("statement not prepared: %q", q)
-}
-
-// apply writes changes through tx with SQL that SQLite and PostgreSQL share.
-// prepare returns a statement prepared on the database (it is bound to tx
-// here).
-func apply(ctx context.Context, tx *sql.Tx, changes []*Change, prepare func(q string) (*sql.Stmt, error)) error {
-	bound := map[string]*sql.Stmt{}
-	var putInode, delInode, putName, delName, delExt, putExt, putNode, touch *sql.Stmt
-	prep := func(st **sql.Stmt, q string) (*sql.Stmt, error) {
-		if *st == nil {
-			if b := bound[q]; b != nil {
-				*st = b
-				return b, nil
-			}
-			s, err := prepare(q)
-			if err != nil {
-				return nil, err
-			}
-			*st = tx.Stmt(s)
-			bound[q] = *st
-		}
-		return *st, nil
-	}
+// apply writes changes as statements of the SQL that SQLite and PostgreSQL
+// share: exec runs (or queues) one statement in the batch's transaction.
+// Replaying changes the store already holds leaves it as it is (upserts,
+// block lists replaced whole, counters that only grow).
+func apply(changes []*Change, exec func(q string, args ...any) error) error {
 	last := lastPuts(changes)
 	for ci, c := range changes {
 		for ai, a := range c.PutInodes {
 			if last[a.Ino] != (slot{ci, ai}) {
 				continue
 			}
-			st, err := prep(&putInode, sqlPutInode)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(a.Ino), int(a.Type), int64(a.Mode), a.User, a.Group, a.Size, int64(a.Nlink), a.Mtime, a.Ctime, int(a.Rep), int64(a.Seq), a.Target); err != nil {
+			if err := exec(sqlPutInode, int64(a.Ino), int(a.Type), int64(a.Mode), a.User, a.Group, a.Size, int64(a.Nlink), a.Mtime, a.Ctime, int(a.Rep), int64(a.Seq), a.Target); err != nil {
 				return fmt.Errorf("write inode %d: %w", a.Ino, err)
 			}
 		}
 		for _, ino := range c.DelInodes {
-			st, err := prep(&delInode, sqlDelInode)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(ino)); err != nil {
+			if err := exec(sqlDelInode, int64(ino)); err != nil {
 				return fmt.Errorf("delete inode %d: %w", ino, err)
 			}
 			if c.Blocks == nil || c.Blocks[ino] == nil {
-				st, err := prep(&delExt, sqlDelExtents)
-				if err != nil {
-					return err
-				}
-				if _, err := st.ExecContext(ctx, int64(ino)); err != nil {
+				if err := exec(sqlDelExtents, int64(ino)); err != nil {
 					return fmt.Errorf("delete blocks of inode %d: %w", ino, err)
 				}
 			}
 		}
 		for _, k := range c.DelEntries {
-			st, err := prep(&delName, sqlDelName)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(k.Parent), k.Name); err != nil {
+			if err := exec(sqlDelName, int64(k.Parent), k.Name); err != nil {
 				return fmt.Errorf("delete entry %q in %d: %w", k.Name, k.Parent, err)
 			}
 		}
 		for _, e := range c.PutEntries {
-			st, err := prep(&putName, sqlPutName)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(e.Parent), e.Name, int64(e.Ino)); err != nil {
+			if err := exec(sqlPutName, int64(e.Parent), e.Name, int64(e.Ino)); err != nil {
 				return fmt.Errorf("write entry %q in %d: %w", e.Name, e.Parent, err)
 			}
 		}
 		for ino, xs := range c.Blocks {
-			st, err := prep(&delExt, sqlDelExtents)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(ino)); err != nil {
+			if err := exec(sqlDelExtents, int64(ino)); err != nil {
 				return fmt.Errorf("replace blocks of inode %d: %w", ino, err)
 			}
 			for _, x := range xs {
-				st, err := prep(&putExt, sqlPutExtent)
-				if err != nil {
-					return err
-				}
 				reps := make([]byte, 0, 12*len(x.Replicas))
 				for _, r := range x.Replicas {
 					reps = binary.LittleEndian.AppendUint32(reps, r.Node)
@@ -562,36 +536,28 @@ func apply(ctx context.Context, tx *sql.Tx, changes []*Change, prepare func(q st
 				for _, c := range x.CRC {
 					crcs = binary.LittleEndian.AppendUint32(crcs, c)
 				}
-				if _, err := st.ExecContext(ctx, int64(ino), int64(x.Index), int64(x.Count), reps, crcs, int64(x.Gen)); err != nil {
+				if err := exec(sqlPutExtent, int64(ino), int64(x.Index), int64(x.Count), reps, crcs, int64(x.Gen)); err != nil {
 					return fmt.Errorf("write blocks of inode %d: %w", ino, err)
 				}
 			}
 		}
 		for _, d := range c.PutNodes {
-			st, err := prep(&putNode, sqlPutNode)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(d.ID), d.Identity, int64(d.Blocks), d.Enabled); err != nil {
+			if err := exec(sqlPutNode, int64(d.ID), d.Identity, int64(d.Blocks), d.Enabled); err != nil {
 				return fmt.Errorf("write datanode %s: %w", d.Identity, err)
 			}
 		}
 		for ino, mt := range c.Touch {
-			st, err := prep(&touch, sqlTouch)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, int64(ino), mt); err != nil {
+			if err := exec(sqlTouch, int64(ino), mt); err != nil {
 				return fmt.Errorf("touch directory %d: %w", ino, err)
 			}
 		}
 		if c.LogSeq != 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO counters VALUES ('log_seq', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.LogSeq)); err != nil {
+			if err := exec(sqlLogSeq, int64(c.LogSeq)); err != nil {
 				return fmt.Errorf("write commit log position: %w", err)
 			}
 		}
 		if c.InoLimit != 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO counters VALUES ('ino_limit', $1) ON CONFLICT (name) DO UPDATE SET value=excluded.value WHERE excluded.value > counters.value`, int64(c.InoLimit)); err != nil {
+			if err := exec(sqlInoLimit, int64(c.InoLimit)); err != nil {
 				return fmt.Errorf("write inode limit: %w", err)
 			}
 		}

@@ -231,8 +231,6 @@ func (r *Remote) Alive(ctx context.Context) bool {
 	return r.getInfo(ctx) == nil
 }
 
-// needsDelegation: tasks sent to an authenticated task server carry the
-// job's delegated credential.
 // NeedsDelegation says whether the tasks this runner runs carry the
 // job's delegated credential (a task server at a security level).
 func (r *Remote) NeedsDelegation() bool { return r.level != auth.None }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -16,7 +17,15 @@ import (
 const (
 	ckptGather   = 20 * time.Millisecond
 	ckptBatchMin = 256
+	// A store that is unavailable (meta.ErrUnavailable) is retried after
+	// ckptRetryMin, doubling up to ckptRetryMax.
+	ckptRetryMin = 50 * time.Millisecond
+	ckptRetryMax = 5 * time.Second
 )
+
+// errCheckpointAbandoned: the checkpointer was stopped while the store
+// was unavailable; the log keeps what it lacks.
+var errCheckpointAbandoned = errors.New("stopped while the metadata store was unavailable")
 
 // errCheckpointStopped: the checkpointer stopped (a store error) before
 // the store held what was waited for; the log still holds it.
@@ -32,21 +41,34 @@ type ckptBatch struct {
 // the log durable (sync); in the background, in order, several batches
 // per store transaction, the checkpointer applies them to the store, each
 // store transaction recording the last log record it holds
-// (meta.Change.LogSeq). Once the log holds limit bytes, sync waits until
-// the store holds every logged batch, makes the store durable and only
-// then starts the log over. Nobody else waits for it but a backup (wait).
-// A store error stops the namenode (fatal) and the checkpointer: the log
-// keeps what was not applied (it is never restarted after that), and
-// start-up replays it.
+// (meta.Change.LogSeq). Once the log holds limit bytes, the next append
+// first waits until the store holds every logged batch, makes the store
+// durable and only then starts the log over (there, not in sync: a sync
+// may run while the next batch is appended, and the log must not start
+// over under a batch appended after the store was waited for). Nobody else
+// waits for it but a backup (wait).
+// A store that is unavailable (its server stopped or restarting, the
+// connection cut: meta.ErrUnavailable) is retried with backoff, the same
+// batch again (Apply is idempotent): commits go on being acknowledged
+// from the log meanwhile, until the log is full (the append that would
+// start it over then waits for the store). Any other store error stops
+// the namenode (fatal) and the checkpointer: the store's state is unknown;
+// the log keeps what was not applied (it is never restarted after that),
+// and start-up replays it.
 //
-// Lock discipline: log is used by the committer's goroutine only (append,
-// sync), and by close after the committer stopped. mu guards q, last,
+// Lock discipline: log is appended to (and started over) by the
+// committer's writing goroutine only, synced by its syncing goroutine
+// only, possibly at the same time (commitlog.Log allows that), and closed
+// by close after the committer stopped. mu guards q, last,
 // done and stopped; cond signals both new batches and progress.
 type checkpointer struct {
-	log   *commitlog.Log
-	limit int64 // start the log over once it holds this many bytes
-	store meta.Store
-	fatal func(error)
+	log    *commitlog.Log
+	limit  int64 // start the log over once it holds this many bytes
+	store  meta.Store
+	fatal  func(error)
+	logger *slog.Logger
+	quit   chan struct{} // closed by stop: a retry's wait ends
+	once   sync.Once
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -59,11 +81,14 @@ type checkpointer struct {
 
 // newCheckpointer starts a checkpointer for log and a store that holds
 // the log through record done.
-func newCheckpointer(log *commitlog.Log, limit int64, store meta.Store, done uint64, fatal func(error)) *checkpointer {
+func newCheckpointer(log *commitlog.Log, limit int64, store meta.Store, done uint64, fatal func(error), logger *slog.Logger) *checkpointer {
 	if limit == 0 {
 		limit = defaultLogSize
 	}
-	c := &checkpointer{log: log, limit: limit, store: store, fatal: fatal, last: done, done: done}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &checkpointer{log: log, limit: limit, store: store, fatal: fatal, logger: logger, quit: make(chan struct{}), last: done, done: done}
 	c.cond = sync.NewCond(&c.mu)
 	c.wg.Add(1)
 	go c.run()
@@ -71,8 +96,12 @@ func newCheckpointer(log *commitlog.Log, limit int64, store meta.Store, done uin
 }
 
 // append writes a batch to the log (applied, not yet durable) and queues
-// it for the store. Called by the committer only.
+// it for the store, starting the log over first once it is large. Called
+// by the committer's writing goroutine only.
 func (c *checkpointer) append(changes []*meta.Change) error {
+	if err := c.restart(); err != nil {
+		return err
+	}
 	seq, err := c.log.Append(meta.EncodeChanges(changes))
 	if err != nil {
 		return err
@@ -90,17 +119,13 @@ func (c *checkpointer) queue(seq uint64, changes []*meta.Change) {
 	c.mu.Unlock()
 }
 
-// sync makes every appended batch durable in the log, and starts the log
-// over once it is large. Called by the committer only.
-func (c *checkpointer) sync() error {
-	if err := c.log.Sync(); err != nil {
-		return err
-	}
-	return c.restart()
-}
+// sync makes every batch appended before it was called durable in the
+// log. Called by the committer's syncing goroutine only.
+func (c *checkpointer) sync() error { return c.log.Sync() }
 
 // restart starts the log over once it holds limit bytes: the store must
-// first hold, durably, everything in it.
+// first hold, durably, everything in it (so the batches appended but not
+// yet synced in the log are durable too).
 func (c *checkpointer) restart() error {
 	if c.log.Used() < c.limit {
 		return nil
@@ -140,6 +165,7 @@ func (c *checkpointer) wait(seq uint64) error {
 // stop applies what is queued (unless a store error stopped it already),
 // then ends the checkpointer.
 func (c *checkpointer) stop() {
+	c.once.Do(func() { close(c.quit) })
 	c.mu.Lock()
 	c.stopped = true
 	c.cond.Broadcast()
@@ -152,6 +178,36 @@ func (c *checkpointer) stop() {
 func (c *checkpointer) close() error {
 	c.stop()
 	return c.log.Close()
+}
+
+// apply applies one batch of logged changes to the store, retrying while
+// the store is unavailable, until it succeeds, fails otherwise, or the
+// checkpointer is stopped (errCheckpointAbandoned).
+func (c *checkpointer) apply(changes []*meta.Change) error {
+	wait := ckptRetryMin
+	for failures := 0; ; failures++ {
+		err := c.store.Apply(context.Background(), changes)
+		if err == nil {
+			if failures > 0 {
+				c.logger.Info("metadata store available again: checkpointing the commit log into it", "failed attempts", failures)
+			}
+			return nil
+		}
+		if !errors.Is(err, meta.ErrUnavailable) {
+			return err
+		}
+		if failures == 0 {
+			c.logger.Warn("metadata store unavailable: commits go on into the commit log; retrying the checkpoint", "err", err)
+		} else {
+			c.logger.Debug("metadata store still unavailable", "err", err, "retry in", wait)
+		}
+		select {
+		case <-c.quit:
+			return errCheckpointAbandoned
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, ckptRetryMax)
+	}
 }
 
 func (c *checkpointer) run() {
@@ -178,8 +234,10 @@ func (c *checkpointer) run() {
 				all = append(all, b.changes...)
 			}
 			last := q[len(q)-1].seq
-			if err := c.store.Apply(context.Background(), append(all, &meta.Change{LogSeq: last})); err != nil {
-				c.fatal(fmt.Errorf("checkpoint the commit log into the store: %w", err))
+			if err := c.apply(append(all, &meta.Change{LogSeq: last})); err != nil {
+				if !errors.Is(err, errCheckpointAbandoned) {
+					c.fatal(fmt.Errorf("checkpoint the commit log into the store: %w", err))
+				}
 				c.mu.Lock()
 				c.stopped = true // nothing more is applied; waiters return
 				c.cond.Broadcast()

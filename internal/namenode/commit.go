@@ -65,6 +65,7 @@ func (n *Namenode) prepareCommit(tx *Txn) *meta.Change {
 // store's types), the rest from c. Called by the committer with n.mu held.
 func (n *Namenode) applyCommit(tx *Txn, c *meta.Change) {
 	n.fsck.note(c)
+	n.repl.note(c)
 	n.epoch++
 	pf := pendingFree{epoch: n.epoch, needSeq: n.appliedSeq, runs: n.settleAllocations(tx, c)}
 	for _, a := range c.PutInodes {
@@ -179,6 +180,7 @@ func (s nnStore) internal() []*meta.Change {
 	defer n.mu.Unlock()
 	out := n.deferred
 	n.deferred = nil
+	n.takeTrimFrees(out)
 	return out
 }
 
@@ -225,6 +227,7 @@ func (s nnStore) sync() error {
 	if err != nil {
 		return err
 	}
+	n.syncs.Add(1)
 	n.mu.Lock()
 	n.durableSeq = seq
 	n.releaseFrees()

@@ -122,8 +122,9 @@ func TestCommitterAsyncNoSync(t *testing.T) {
 }
 
 // TestCommitterGroupCommit: requests submitted while a batch is being
-// written go together into the next batch, written and synced once, by
-// the goroutine that was writing; the submitters return at once.
+// written go together into the next batch, written by the goroutine that
+// was writing, which then syncs both batches at once; the submitters
+// return at once.
 func TestCommitterGroupCommit(t *testing.T) {
 	f := &fakeStore{entered: make(chan struct{}), gate: make(chan struct{})}
 	c := newCommitter(f, time.Hour, 1000)
@@ -141,8 +142,8 @@ func TestCommitterGroupCommit(t *testing.T) {
 	}
 	close(f.gate)
 	<-first
-	want := []string{"write 1", "apply 1", "sync", "answer first",
-		"write 5", "apply 5", "sync", "answer 0", "answer 1", "answer 2", "answer 3", "answer 4"}
+	want := []string{"write 1", "apply 1", "write 5", "apply 5", "sync",
+		"answer first", "answer 0", "answer 1", "answer 2", "answer 3", "answer 4"}
 	if got := f.got(); !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}

@@ -37,6 +37,17 @@ type Config struct {
 	// HeartbeatTimeout declares a datanode dead after this long without a
 	// heartbeat (a closed connection declares it dead at once).
 	HeartbeatTimeout time.Duration
+	// DeadAfter is how long a datanode may be dead before its replicas
+	// are replaced by copies on the others (default 10 minutes); until
+	// then they count, as it may come back.
+	DeadAfter time.Duration
+	// CopiesPerNode bounds the re-replication copies (of up to 32 blocks
+	// each) a datanode takes part in at a time, as source or destination
+	// (default 2), so user traffic keeps flowing.
+	CopiesPerNode int
+	// DataSecurity is the level the namenode uses on the datanodes' data
+	// ports, to ask for copies (default: Security).
+	DataSecurity auth.Level
 	// DefaultRep is the replication used when a client asks for 0.
 	DefaultRep uint8
 	Logger     *slog.Logger
@@ -143,6 +154,8 @@ type Namenode struct {
 	leases     *dirLeases // guarded by mu
 	fsck       *checker   // guarded by mu
 
+	repl *replicator // re-replication (replicator.go); guarded by mu
+
 	gens generations // block generations (gen.go)
 
 	cm       *committer
@@ -158,6 +171,7 @@ type Namenode struct {
 	ckpt *checkpointer
 
 	commits atomic.Uint64
+	syncs   atomic.Uint64 // fsyncs of the commit log (or store) that made commits durable
 
 	srv *rpcServer
 	// failure is set (to an error matching ErrStoreFailed) once the store
@@ -181,6 +195,12 @@ func New(cfg Config) (*Namenode, error) {
 	if cfg.HeartbeatTimeout == 0 {
 		cfg.HeartbeatTimeout = 10 * time.Second
 	}
+	if cfg.DeadAfter == 0 {
+		cfg.DeadAfter = 10 * time.Minute
+	}
+	if cfg.CopiesPerNode == 0 {
+		cfg.CopiesPerNode = 2
+	}
 	if cfg.DefaultRep == 0 {
 		cfg.DefaultRep = 1
 	}
@@ -189,6 +209,9 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	if cfg.Security == 0 {
 		cfg.Security = auth.None
+	}
+	if cfg.DataSecurity == 0 {
+		cfg.DataSecurity = cfg.Security
 	}
 	if cfg.Security != auth.None && cfg.Credential == nil {
 		return nil, fmt.Errorf("security level %s needs the namenode's credential", cfg.Security)
@@ -245,6 +268,7 @@ func New(cfg Config) (*Namenode, error) {
 		nodes:  newNodeRegistry(),
 		leases: newDirLeases(time.Now(), cfg.LeaseTerm, cfg.Fresh),
 		stop:   make(chan struct{}),
+		repl:   newReplicator(cfg.DeadAfter, cfg.CopiesPerNode),
 	}
 	n.gens.raise(firstGen)
 	n.ns = newNamespace(n.locks)
@@ -319,11 +343,11 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.inos = inoCounter{next: snap.InoLimit, limit: snap.InoLimit}
 	if clog != nil {
-		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal)
+		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal, n.log)
 	}
 	scan := &healthScan{n: n}
 	n.health = scan
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go func() {
 		defer n.wg.Done()
 		n.cm.run(n.stop)
@@ -333,6 +357,7 @@ func New(cfg Config) (*Namenode, error) {
 		scan.run(n.stop)
 	}()
 	go n.reaper()
+	go n.replicatorLoop()
 	return n, nil
 }
 

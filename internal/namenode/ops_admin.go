@@ -34,7 +34,8 @@ func (n *Namenode) opKeepalive(c *conn, _ *Txn, _ *auth.Identity, _ *wire.Reques
 
 // opStats answers the request counters, then the namenode process's CPU
 // time (user + system) in ns (0: unknown), then the additions put off by
-// directory leases (or the start-up grace).
+// directory leases (or the start-up grace), then the fsyncs that made
+// commits durable.
 func (n *Namenode) opStats(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
 	out := []uint64{n.srv.requests.Load(), n.commits.Load(), n.cm.batches.Load()}
 	for i := range n.srv.perOp {
@@ -45,7 +46,7 @@ func (n *Namenode) opStats(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Re
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		cpu = uint64(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	return &wire.Response{Counters: append(out, cpu, n.leases.putOff)}, nil
+	return &wire.Response{Counters: append(out, cpu, n.leases.putOff, n.syncs.Load())}, nil
 }
 
 func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {

@@ -93,7 +93,16 @@ type conn struct {
 	done   chan struct{}
 
 	waiting atomic.Int32 // requests waiting to be run again (retryAfter)
+
+	// buffered tells how many bytes of further requests were read ahead
+	// and wait to be handled (only on the connection's own goroutine;
+	// nil: none).
+	buffered func() int
 }
+
+// moreRequests tells whether further requests of this connection were
+// read already and wait for its goroutine. Only on that goroutine.
+func (c *conn) moreRequests() bool { return c.buffered != nil && c.buffered() > 0 }
 
 // maxWaiting bounds a connection's requests waiting to be run again.
 const maxWaiting = 256
@@ -259,7 +268,9 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.limits.Closed(user)
 		srv.h.connGone(c)
 	}()
-	fr := wire.FrameReader{R: bufio.NewReaderSize(c.nc, 64<<10), Budget: srv.frames}
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	c.buffered = br.Buffered
+	fr := wire.FrameReader{R: br, Budget: srv.frames}
 	defer fr.Release()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(srv.idleTimeout))

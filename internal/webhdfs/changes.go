@@ -181,25 +181,15 @@ func removeEntry(ctx context.Context, tx *client.Txn, who caller, dir client.Fil
 		if err := need(who, fi, permRead|permWrite|permSearch, p); err != nil {
 			return err
 		}
-		after := ""
-		for {
-			page, more, err := tx.ReadDirPage(ctx, fi.Ino, after, listPage, true)
-			if err != nil {
-				return wrapPath(p, err)
+		err := eachEntry(ctx, tx, fi.Ino, p, func(e client.DirEntry) error {
+			cp := path.Join(p, e.Name)
+			if err := mayRemove(who, fi, e.Info, p, cp); err != nil {
+				return err
 			}
-			for _, e := range page {
-				cp := path.Join(p, e.Name)
-				if err := mayRemove(who, fi, e.Info, p, cp); err != nil {
-					return err
-				}
-				if err := removeEntry(ctx, tx, who, fi, e.Name, e.Info, cp, true); err != nil {
-					return err
-				}
-			}
-			if !more || len(page) == 0 {
-				break
-			}
-			after = page[len(page)-1].Name
+			return removeEntry(ctx, tx, who, fi, e.Name, e.Info, cp, true)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	err := tx.RmdirAt(ctx, dir.Ino, name)
@@ -214,10 +204,7 @@ func removeEntry(ctx context.Context, tx *client.Txn, who caller, dir client.Fil
 func (g *Gateway) setAttr(rq *request, check func(l located) error, s func(l located) (client.SetAttr, bool)) (bool, error) {
 	var changed bool
 	err := g.txn(rq, func(ctx context.Context, tx *client.Txn) error {
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
+		l, err := locateExisting(ctx, tx, rq.who, rq.path)
 		if err == nil {
 			err = check(l)
 		}

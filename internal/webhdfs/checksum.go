@@ -24,7 +24,7 @@ const checksumBytesPerCRC = 512
 func (g *Gateway) fileChecksum(rq *request) error {
 	tx, _ := g.c.Begin(rq.ctx)
 	defer tx.Abort(context.Background())
-	f, err := g.openForRead(rq, tx)
+	f, err := openFile(rq.ctx, tx, rq, permRead)
 	if err != nil {
 		return err
 	}

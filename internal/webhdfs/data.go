@@ -31,7 +31,7 @@ func (g *Gateway) open(rq *request) error {
 	}
 	tx, _ := g.c.Begin(rq.ctx)
 	defer tx.Abort(context.Background())
-	f, err := g.openForRead(rq, tx)
+	f, err := openFile(rq.ctx, tx, rq, permRead)
 	if err != nil {
 		return err
 	}
@@ -62,22 +62,14 @@ func (g *Gateway) open(rq *request) error {
 	return nil
 }
 
-// openForRead opens the regular file at rq.path in tx for reading.
-func (g *Gateway) openForRead(rq *request, tx *client.Txn) (*client.File, error) {
-	l, err := locate(rq.ctx, tx, rq.who, rq.path)
-	if err == nil {
-		err = l.exists()
-	}
+// openFile opens the regular file at rq.path in tx, once the caller is
+// found to have permission perm on it.
+func openFile(ctx context.Context, tx *client.Txn, rq *request, perm uint32) (*client.File, error) {
+	l, err := locateFile(ctx, tx, rq.who, rq.path, perm)
 	if err != nil {
 		return nil, err
 	}
-	if l.fi.Type != client.TypeFile {
-		return nil, excNotFound.errorf("Path is not a file: %s", rq.path)
-	}
-	if err := need(rq.who, l.fi, permRead, rq.path); err != nil {
-		return nil, err
-	}
-	f, err := tx.OpenInode(rq.ctx, l.fi.Ino)
+	f, err := tx.OpenInode(ctx, l.fi.Ino)
 	return f, wrapPath(rq.path, err)
 }
 
@@ -275,22 +267,9 @@ func (g *Gateway) appendFile(rq *request) error {
 		return err
 	}
 	openAppend := func(ctx context.Context, tx *client.Txn) (*client.File, error) {
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
+		f, err := openFile(ctx, tx, rq, permWrite)
 		if err != nil {
 			return nil, err
-		}
-		if l.fi.Type != client.TypeFile {
-			return nil, excNotFound.errorf("Path is not a file: %s", rq.path)
-		}
-		if err := need(rq.who, l.fi, permWrite, rq.path); err != nil {
-			return nil, err
-		}
-		f, err := tx.OpenInode(ctx, l.fi.Ino)
-		if err != nil {
-			return nil, wrapPath(rq.path, err)
 		}
 		_, err = f.Seek(0, io.SeekEnd)
 		return f, err

@@ -68,6 +68,28 @@ func locate(ctx context.Context, tx *client.Txn, who caller, p string) (located,
 	return l, nil
 }
 
+// locateExisting is locate, with a missing file an error (FileNotFound).
+func locateExisting(ctx context.Context, tx *client.Txn, who caller, p string) (located, error) {
+	l, err := locate(ctx, tx, who, p)
+	if err == nil {
+		err = l.exists()
+	}
+	return l, err
+}
+
+// locateFile looks up the regular file at p, on which who must have the
+// perm bits.
+func locateFile(ctx context.Context, tx *client.Txn, who caller, p string, perm uint32) (located, error) {
+	l, err := locateExisting(ctx, tx, who, p)
+	if err != nil {
+		return l, err
+	}
+	if l.fi.Type != client.TypeFile {
+		return l, excNotFound.errorf("Path is not a file: %s", p)
+	}
+	return l, need(who, l.fi, perm, p)
+}
+
 // denied is the AccessControlException for who lacking access on the
 // file at p, in the words of HDFS's permission checker.
 func denied(who caller, access, p string, a client.FileInfo) error {

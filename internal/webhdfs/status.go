@@ -51,10 +51,7 @@ func statusOf(a client.FileInfo, suffix string) fileStatus {
 func (g *Gateway) getFileStatus(rq *request) error {
 	var fi client.FileInfo
 	err := g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
+		l, err := locateExisting(ctx, tx, rq.who, rq.path)
 		fi = l.fi
 		return true, err
 	})
@@ -87,10 +84,7 @@ func (g *Gateway) list(rq *request, after string, batch bool, emit func([]fileSt
 }
 
 func listIn(ctx context.Context, tx *client.Txn, rq *request, after string, batch bool, more *bool, emit func([]fileStatus) error) error {
-	l, err := locate(ctx, tx, rq.who, rq.path)
-	if err == nil {
-		err = l.exists()
-	}
+	l, err := locateExisting(ctx, tx, rq.who, rq.path)
 	if err != nil {
 		return err
 	}
@@ -214,16 +208,7 @@ func (g *Gateway) blockLocations(rq *request) error {
 	}
 	var fi client.FileInfo
 	err = g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
-		if err == nil && l.fi.Type != client.TypeFile {
-			err = excNotFound.errorf("Path is not a file: %s", rq.path)
-		}
-		if err == nil {
-			err = need(rq.who, l.fi, permRead, rq.path)
-		}
+		l, err := locateFile(ctx, tx, rq.who, rq.path, permRead)
 		fi = l.fi
 		return true, err
 	})
@@ -272,10 +257,7 @@ func (g *Gateway) contentSummary(rq *request) error {
 	var s contentSummary
 	err := g.readTxn(rq, func(ctx context.Context, tx *client.Txn) (bool, error) {
 		s = contentSummary{Quota: -1, SpaceQuota: -1}
-		l, err := locate(ctx, tx, rq.who, rq.path)
-		if err == nil {
-			err = l.exists()
-		}
+		l, err := locateExisting(ctx, tx, rq.who, rq.path)
 		if err != nil {
 			return true, err
 		}
@@ -304,14 +286,23 @@ func summarize(ctx context.Context, tx *client.Txn, who caller, fi client.FileIn
 	if err := need(who, fi, permRead|permSearch, p); err != nil {
 		return err
 	}
+	return eachEntry(ctx, tx, fi.Ino, p, func(e client.DirEntry) error {
+		return summarize(ctx, tx, who, e.Info, path.Join(p, e.Name), s)
+	})
+}
+
+// eachEntry calls fn with every entry of directory dir (at path p), with
+// its attributes, reading listPage entries a request, so that a walk of a
+// big tree never holds a whole directory.
+func eachEntry(ctx context.Context, tx *client.Txn, dir uint64, p string, fn func(client.DirEntry) error) error {
 	after := ""
 	for {
-		page, more, err := tx.ReadDirPage(ctx, fi.Ino, after, listPage, true)
+		page, more, err := tx.ReadDirPage(ctx, dir, after, listPage, true)
 		if err != nil {
 			return wrapPath(p, err)
 		}
 		for _, e := range page {
-			if err := summarize(ctx, tx, who, e.Info, path.Join(p, e.Name), s); err != nil {
+			if err := fn(e); err != nil {
 				return err
 			}
 		}

@@ -18,6 +18,10 @@ const (
 	DataIdentity                   // report identity, cluster and blocksize
 	DataAdopt                      // a local client wrote Block itself: verify CRC, record it, forward along Chain
 	DataExtend                     // write Length bytes at Offset of a committed block in place (append ticket), forward along Chain
+	// DataReplicate (re-replication, asked by the namenode): read Block
+	// (read ticket), check it against CRC, the committed checksum, and
+	// write it to Chain[0] (its write ticket), which checks it again.
+	DataReplicate
 )
 
 // Hop is a further replica a write is forwarded to.
@@ -162,7 +166,7 @@ func DecodeDataReq(b []byte) (*DataReq, error) {
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")
 	}
-	if d.Err == nil && (q.Op < DataWrite || q.Op > DataExtend) {
+	if d.Err == nil && (q.Op < DataWrite || q.Op > DataReplicate) {
 		d.fail(fmt.Sprintf("unknown data op %d", q.Op))
 	}
 	if d.Err != nil {

@@ -34,12 +34,14 @@ const (
 	OpLeaseDir        // lease directory Ino: Counters [term ns (0: refused), 1: new lease with its names in Paths]
 	OpExtend          // append tickets for block Index of Ino, its committed partial last block: Extents[0], Counters [its committed length]
 	OpDelegate        // a credential delegated for job Path, for public key Path2 (PEM), valid Size ns: Paths[0] its chain (PEM)
+	OpNodeAdmin       // superuser: datanode operations (Path: status, drain, disable, enable; Index: datanode id); see namenode/nodeadmin.go
+	OpBadBlock        // datanode Node: its block Index fails its recorded checksum Count (the scrubber found it)
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
