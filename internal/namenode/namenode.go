@@ -177,8 +177,7 @@ type Namenode struct {
 	// failure is set (to an error matching ErrStoreFailed) once the store
 	// failed; Serve returns it.
 	failure atomic.Pointer[error]
-	obs     *observer         // metrics.go
-	health  blockHealthSource // blockhealth.go
+	obs     *observer // metrics.go
 }
 
 // ErrStoreFailed is what Serve returns after the metadata store failed.
@@ -345,16 +344,10 @@ func New(cfg Config) (*Namenode, error) {
 	if clog != nil {
 		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal, n.log)
 	}
-	scan := &healthScan{n: n}
-	n.health = scan
-	n.wg.Add(4)
+	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
 		n.cm.run(n.stop)
-	}()
-	go func() {
-		defer n.wg.Done()
-		scan.run(n.stop)
 	}()
 	go n.reaper()
 	go n.replicatorLoop()

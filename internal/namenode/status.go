@@ -39,12 +39,13 @@ type DatanodeStatus struct {
 // Status returns a snapshot of the namenode's state.
 func (n *Namenode) Status() Status {
 	st := Status{Time: time.Now(), Cluster: n.cfg.Cluster, Blocksize: n.cfg.Blocksize,
-		Commits: n.commits.Load(), Batches: n.cm.batches.Load(), Requests: n.srv.requests.Load(), Health: n.health.blockHealth()}
+		Commits: n.commits.Load(), Batches: n.cm.batches.Load(), Requests: n.srv.requests.Load()}
 	n.mu.Lock()
 	st.OpenTxns = n.txns.count()
 	st.Locks = n.locks.held()
 	st.Leases = n.leases.held()
 	st.LeaseWaits = n.leases.putOff
+	st.Health = n.blockHealth()
 	for dn := range n.nodes.all() {
 		st.Datanodes = append(st.Datanodes, DatanodeStatus{ID: dn.ID, Identity: dn.Identity, Addr: dn.info.Addr, Blocks: dn.Blocks,
 			Used: dn.used.nused, Alive: dn.alive, Enabled: dn.Enabled, LastSeen: dn.lastSeen})

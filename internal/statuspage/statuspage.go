@@ -137,8 +137,10 @@ type view struct {
 	Rate      chart
 	Latency   chart
 	Errors    []metrics.LogRecord
-	// Blocks that need attention: counts, or "…" until first counted.
-	Under, Damaged, Counted string
+	// Blocks that need attention: counts ("…" until first counted).
+	Health  namenode.BlockHealth
+	Under   string
+	Counted string
 }
 
 type nodeView struct {
@@ -182,18 +184,17 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.State = "no datanodes"
 	case v.Dead > 0:
 		v.State = fmt.Sprintf("degraded: %d of %d datanodes dead", v.Dead, len(st.Datanodes))
+	case st.Health.Lost > 0:
+		v.State = fmt.Sprintf("degraded: %d blocks lost", st.Health.Lost)
 	case st.Health.UnderReplicated > 0:
 		v.State = fmt.Sprintf("degraded: %d blocks under-replicated", st.Health.UnderReplicated)
 	default:
 		v.State, v.StateOK = "healthy", true
 	}
-	v.Under, v.Damaged, v.Counted = "…", "not reported", "not yet counted"
+	v.Health, v.Under, v.Counted = st.Health, "…", "not yet counted"
 	if h := st.Health; !h.At.IsZero() {
 		v.Under = fmt.Sprint(h.UnderReplicated)
 		v.Counted = "counted " + st.Time.Sub(h.At).Round(time.Second).String() + " ago"
-		if h.DamagedKnown {
-			v.Damaged = fmt.Sprint(h.Damaged)
-		}
 	}
 	pts := p.points()
 	v.Rate = newChart(pts, func(p point) float64 { return p.rate }, "commits/s")
