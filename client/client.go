@@ -40,6 +40,8 @@ type Client struct {
 	nnMu    sync.Mutex
 	gen     uint64
 	reqBase uint64
+	// idSeed makes this client's request ids (reqID) unlike other clients'.
+	idSeed  uint64
 	closed  bool
 	dialErr error     // of the last failed reconnection
 	dialAt  time.Time // when it failed
@@ -101,6 +103,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
 		c.data = newDataPool(c)
 		c.nextTx.Store(uint64(time.Now().UnixNano()))
+		c.idSeed = rand.Uint64()
 		c.stopKeepalive = make(chan struct{})
 		c.keepaliveDone = make(chan struct{})
 		if cfg.KeepaliveInterval >= 0 {
@@ -227,6 +230,9 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 // call sends q; outside a transaction, a broken connection is replaced
 // and the call sent again once.
 func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	if q.ReqID == 0 {
+		q.ReqID = c.reqID(c.nextTx.Add(1))
+	}
 	nn, _ := c.conn()
 	r, err := nn.Call(ctx, q)
 	if err != nil && errors.Is(err, rpc.ErrClosed) && q.Txn == 0 {
@@ -238,7 +244,7 @@ func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, err
 	if err != nil {
 		return nil, err
 	}
-	return r, c.noteResponse(r)
+	return r, withReqID(c.noteResponse(r), q.ReqID)
 }
 
 // noteResponse records the datanodes a response describes and turns its
@@ -448,4 +454,14 @@ func (c *Client) Datanodes(ctx context.Context) ([]Datanode, error) {
 func datanodeOf(n wire.NodeInfo) Datanode {
 	return Datanode{ID: n.ID, Identity: n.Identity, Cluster: n.Cluster, Namespace: n.Namespace, Addr: n.Addr, Host: n.Host,
 		Blocksize: int(n.Blocksize), Blocks: n.Blocks, Used: n.Used, Alive: n.Alive, Enabled: n.Enabled}
+}
+
+// reqID turns a number unique in this client (a transaction id) into a
+// request id unlikely to be any other client's (splitmix64's mixing of
+// the client's random seed plus n): cheap, no allocation.
+func (c *Client) reqID(n uint64) uint64 {
+	z := c.idSeed + n*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }

@@ -191,8 +191,8 @@ func (p *dataPool) sendOn(ctx context.Context, dc *dataConn, q *wire.DataReq, da
 // (datanode.BlockStore.Extend). A block whose checksum covers more than
 // its valid bytes (its file was truncated without rewriting it) fails
 // that check and is read whole.
-func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, ticket []byte, buf []byte, want uint32, valid int) error {
-	q := &wire.DataReq{Op: wire.DataRead, Block: block, Ticket: ticket}
+func (p *dataPool) readBlock(ctx context.Context, req uint64, addr string, block uint64, ticket []byte, buf []byte, want uint32, valid int) error {
+	q := &wire.DataReq{Op: wire.DataRead, Block: block, Ticket: ticket, ReqID: req}
 	if valid > 0 && valid < len(buf) {
 		q.Length, q.CRC = uint32(valid), want
 	}
@@ -202,7 +202,7 @@ func (p *dataPool) readBlock(ctx context.Context, addr string, block uint64, tic
 	}
 	if resp.Status == wire.ErrCodeInvalid && q.Length > 0 {
 		p.put(dc)
-		if err := p.readBlock(ctx, addr, block, ticket, buf, want, 0); err != nil {
+		if err := p.readBlock(ctx, req, addr, block, ticket, buf, want, 0); err != nil {
 			// Say why the version's own bytes were not enough first.
 			return fmt.Errorf("datanode %s: %s; read whole: %w", addr, resp.Msg, err)
 		}
@@ -261,9 +261,9 @@ func blameFor(addrs []string, msg string) []string {
 // client because it runs on the same host), the client stores each block
 // itself and the datanode only verifies it, records its checksum and
 // forwards it: the data never crosses a socket to the first replica.
-func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) error {
+func (p *dataPool) writeRun(ctx context.Context, req uint64, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) error {
 	err := p.retryStale(ctx, addrs[0], func(dc *dataConn) (bool, error) {
-		return p.writeRunOn(ctx, dc, addrs, starts, tickets, blocks, crcs, bs, local)
+		return p.writeRunOn(ctx, req, dc, addrs, starts, tickets, blocks, crcs, bs, local)
 	})
 	var we *writeError
 	if err != nil && !errors.As(err, &we) {
@@ -273,13 +273,13 @@ func (p *dataPool) writeRun(ctx context.Context, addrs []string, starts []uint64
 }
 
 // writeRunOn is writeRun on dc; answered says whether any answer came.
-func (p *dataPool) writeRunOn(ctx context.Context, dc *dataConn, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) (answered bool, err error) {
+func (p *dataPool) writeRunOn(ctx context.Context, req uint64, dc *dataConn, addrs []string, starts []uint64, tickets [][]byte, blocks [][]byte, crcs []uint32, bs int, local *os.File) (answered bool, err error) {
 	dc.watch(ctx)
 	errc := make(chan error, 1)
 	go func() {
 		var err error
 		for i, b := range blocks {
-			q := &wire.DataReq{Op: wire.DataWrite, Block: starts[0] + uint64(i), Length: uint32(len(b)), CRC: crcs[i], Ticket: ticketAt(tickets, 0)}
+			q := &wire.DataReq{Op: wire.DataWrite, Block: starts[0] + uint64(i), Length: uint32(len(b)), CRC: crcs[i], Ticket: ticketAt(tickets, 0), ReqID: req}
 			for k := 1; k < len(addrs); k++ {
 				q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k] + uint64(i), Ticket: ticketAt(tickets, k)})
 			}
@@ -353,8 +353,8 @@ func (tx *Txn) wroteTo(addrs []string) {
 // extend writes data at offset off of a committed block on every replica
 // in addrs (the first forwards it along the chain), in place: base is the
 // block's committed checksum, crc the checksum of the result.
-func (p *dataPool) extend(ctx context.Context, addrs []string, starts []uint64, tickets [][]byte, off int, data []byte, base, crc uint32) error {
-	q := &wire.DataReq{Op: wire.DataExtend, Block: starts[0], Length: uint32(len(data)), CRC: crc, Ticket: ticketAt(tickets, 0), Offset: uint32(off), Base: base}
+func (p *dataPool) extend(ctx context.Context, req uint64, addrs []string, starts []uint64, tickets [][]byte, off int, data []byte, base, crc uint32) error {
+	q := &wire.DataReq{Op: wire.DataExtend, Block: starts[0], Length: uint32(len(data)), CRC: crc, Ticket: ticketAt(tickets, 0), Offset: uint32(off), Base: base, ReqID: req}
 	for k := 1; k < len(addrs); k++ {
 		q.Chain = append(q.Chain, wire.Hop{Addr: addrs[k], Block: starts[k], Ticket: ticketAt(tickets, k)})
 	}

@@ -61,9 +61,28 @@ type ErrorCode uint8
 type Error struct {
 	Code ErrorCode
 	Msg  string
+	// ReqID is the id of the request in the namenode's log (0: unknown).
+	ReqID uint64
 }
 
-func (e *Error) Error() string { return e.Msg }
+// Error is the namenode's message; for an error the namenode logs (a
+// refused access, an internal error), followed by the request id, which
+// finds the namenode's (and datanodes') log lines about it.
+func (e *Error) Error() string {
+	if e.ReqID == 0 || !wire.Code(e.Code).Logged() {
+		return e.Msg
+	}
+	return e.Msg + " (request " + wire.FormatReqID(e.ReqID) + ")"
+}
+
+// withReqID records the request id of q in err, an error of the namenode's
+// answer to q.
+func withReqID(err error, id uint64) error {
+	if e, ok := err.(*Error); ok {
+		e.ReqID = id
+	}
+	return err
+}
 
 // Is matches the sentinel for the error's code and the io/fs equivalents.
 func (e *Error) Is(target error) bool {

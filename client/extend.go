@@ -66,7 +66,7 @@ func (f *File) extendBlock(ctx context.Context, idx uint64, b []byte, kept int, 
 	}
 	crc := x.CRC[0] ^ blockcrc.Placed(from, data, f.bs) ^ blockcrc.ZeroExtend(0, uint64(f.bs))
 	addrs, starts := f.tx.c.replicaAddrs(x)
-	if err := f.tx.c.data.extend(ctx, addrs, starts, x.Tickets, from, data, x.CRC[0], crc); err != nil {
+	if err := f.tx.c.data.extend(ctx, f.tx.reqID(), addrs, starts, x.Tickets, from, data, x.CRC[0], crc); err != nil {
 		return x, false, nil
 	}
 	f.tx.wroteTo(addrs)

@@ -256,7 +256,7 @@ func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error 
 				}
 			}
 		}
-		err := f.tx.c.data.readBlock(f.ctx, l.addr, l.block, l.ticket, buf, crc, l.valid)
+		err := f.tx.c.data.readBlock(f.ctx, f.tx.reqID(), l.addr, l.block, l.ticket, buf, crc, l.valid)
 		if err == nil {
 			return nil
 		}
@@ -271,7 +271,7 @@ func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error 
 		}
 		errs = append(errs, err.Error())
 	}
-	return fmt.Errorf("%s: block %d unreadable on every replica: %s", f.path, idx, strings.Join(errs, "; "))
+	return fmt.Errorf("%s: block %d unreadable on every replica: %s (request %s)", f.path, idx, strings.Join(errs, "; "), wire.FormatReqID(f.tx.reqID()))
 }
 
 // readBlock reads block idx into buf (len = blocksize). Called with f.mu

@@ -130,7 +130,7 @@ func (c *Client) verifyFiles(ctx context.Context, files []wire.FileBlocks, block
 					return false
 				}
 				buf := make([]byte, bs)
-				return c.data.readBlock(ctx, n.Addr, start+k, ticketAt(x.Tickets, t.replica), buf, x.CRC[int(t.from)+int(k)], int(valid)) == nil
+				return c.data.readBlock(ctx, 0, n.Addr, start+k, ticketAt(x.Tickets, t.replica), buf, x.CRC[int(t.from)+int(k)], int(valid)) == nil
 			}
 			for _, b := range bad {
 				if !tailOK(b - start) {

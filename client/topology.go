@@ -41,7 +41,7 @@ func (f *File) writeReplicas(ctx context.Context, x wire.Extent, addrs []string,
 	c := f.tx.c
 	if f.topology != Star || len(addrs) < 2 {
 		first, _ := c.node(x.Replicas[0].Node)
-		return c.data.writeRun(ctx, addrs, starts, x.Tickets, blocks, crcs, f.bs, c.localWriteFile(first, starts[0], ticketAt(x.Tickets, 0)))
+		return c.data.writeRun(ctx, f.tx.reqID(), addrs, starts, x.Tickets, blocks, crcs, f.bs, c.localWriteFile(first, starts[0], ticketAt(x.Tickets, 0)))
 	}
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
@@ -51,7 +51,7 @@ func (f *File) writeReplicas(ctx context.Context, x wire.Extent, addrs []string,
 			defer wg.Done()
 			n, _ := c.node(x.Replicas[k].Node)
 			ticket := ticketAt(x.Tickets, k)
-			errs[k] = c.data.writeRun(ctx, addrs[k:k+1], starts[k:k+1], [][]byte{ticket}, blocks, crcs, f.bs, c.localWriteFile(n, starts[k], ticket))
+			errs[k] = c.data.writeRun(ctx, f.tx.reqID(), addrs[k:k+1], starts[k:k+1], [][]byte{ticket}, blocks, crcs, f.bs, c.localWriteFile(n, starts[k], ticket))
 		}()
 	}
 	wg.Wait()

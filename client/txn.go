@@ -164,11 +164,16 @@ func (tx *Txn) createReq(q *wire.Request) *wire.Request {
 // ID returns the transaction id.
 func (tx *Txn) ID() uint64 { return tx.id }
 
+// reqID is the transaction's request id in the logs of the namenode and
+// the datanodes (wire.FormatReqID).
+func (tx *Txn) reqID() uint64 { return tx.c.reqID(tx.id) }
+
 func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
 	if tx.ended {
 		return nil, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}
 	q.Txn = tx.id
+	q.ReqID = tx.reqID()
 	tx.autoFlags(q)
 	if q.Op == wire.OpCommit && tx.async {
 		q.Flags |= wire.FlagAsync
@@ -223,7 +228,7 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 		}
 		return nil, tx.autoResult(q, err)
 	}
-	return r, tx.autoResult(q, tx.c.noteResponse(r))
+	return r, tx.autoResult(q, withReqID(tx.c.noteResponse(r), q.ReqID))
 }
 
 // readOnly reports whether op changes nothing on the namenode.

@@ -29,6 +29,7 @@ var benchmarks = [][2]string{
 	{"seq", "put, get and cat of a large file per replication beside the same file written (with fsync) and read locally"},
 	{"lookup", "synchronous inode lookups through the namenode beside a raw TCP ping-pong and an empty RPC"},
 	{"create", "create+commit of empty files, -mode durable|async, beside a create-shaped SQLite commit, an O_DSYNC append and a TCP ping-pong"},
+	{"create-metrics", "create+commit with metrics on (admin port scraped every second) beside metrics off, two namenodes of its own"},
 	{"random", "random whole-block reads (counting namenode requests) beside the same reads of a local copy"},
 	{"parallel-cat", "P concurrent readers of one file beside a single reader"},
 	{"metarates", "create/stat/utime per process (seed 004) through the API or a mounted directory (-target)"},
@@ -47,13 +48,14 @@ var benchmarks = [][2]string{
 // commands are the benchmarks (and helpers) with options of their own;
 // the others share clusterFlags (runClusterBench).
 var commands = map[string]func(ctx context.Context, args []string) error{
-	"warm-memory":   cmdWarmMemory,
-	"kv":            cmdBenchKV,
-	"mr":            cmdBenchMR,
-	"webhdfs":       cmdBenchWebHDFS,
-	"build":         cmdBenchBuild,
-	"fuse-loopback": cmdFuseLoopback,
-	"echo-server":   cmdEchoServer,
+	"warm-memory":    cmdWarmMemory,
+	"kv":             cmdBenchKV,
+	"create-metrics": cmdBenchCreateMetrics,
+	"mr":             cmdBenchMR,
+	"webhdfs":        cmdBenchWebHDFS,
+	"build":          cmdBenchBuild,
+	"fuse-loopback":  cmdFuseLoopback,
+	"echo-server":    cmdEchoServer,
 }
 
 // Main runs plasma-bench with args and returns the exit status.

@@ -214,7 +214,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
 		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DeadAfter: *deadAfter, CopiesPerNode: *copies, DataSecurity: dataSec, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
 	if err != nil {
 		return err
 	}

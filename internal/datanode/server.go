@@ -705,6 +705,9 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			c := s.store.Config
 			resp.Identity, resp.Cluster, resp.Blocks, resp.Bsize = c.Identity, c.Cluster, c.Blocks, c.Blocksize
 		}
+		if resp.Status != wire.OK {
+			s.log.Warn("data request refused", "op", dataOpNames[op], "block", j.q.Block, "req", wire.FormatReqID(j.q.ReqID), "err", resp.Msg)
+		}
 		s.obs.request(op, q, &resp, len(payload))
 		err := wire.WriteDataResp(w, &resp)
 		if err == nil && payload != nil {
@@ -764,7 +767,7 @@ func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 	if q.Op == wire.DataExtend {
 		op = wire.DataExtend
 	}
-	fwd := &wire.DataReq{Op: op, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: h.Ticket, Offset: q.Offset, Base: q.Base}
+	fwd := &wire.DataReq{Op: op, Block: h.Block, Length: q.Length, CRC: q.CRC, Chain: q.Chain[1:], Ticket: h.Ticket, Offset: q.Offset, Base: q.Base, ReqID: q.ReqID}
 	if *next != nil && (*next).addr != h.Addr {
 		(*next).nc.Close()
 		*next = nil

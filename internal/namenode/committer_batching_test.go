@@ -159,7 +159,8 @@ func TestCommitterConnWithMoreRequestsLeavesSync(t *testing.T) {
 		close(stop)
 		<-done
 	}()
-	self := &conn{buffered: func() int { return 1 }}
+	self := &conn{}
+	self.readAhead.Store(1)
 	r := req(f, "mine", false)
 	r.owner, r.direct = self, func() { f.log("direct mine") }
 	c.submit(r, self)

@@ -55,17 +55,17 @@ func mode(async bool) string {
 	return "durable"
 }
 
-// request observes a request of op handled since start.
-func (o *observer) request(op wire.Op, start time.Time) {
+// request observes a request of op handled in took.
+func (o *observer) request(op wire.Op, took time.Duration) {
 	if o != nil {
-		o.opSeconds.WithLabelValues(op.String()).Observe(time.Since(start).Seconds())
+		o.opSeconds.WithLabelValues(op.String()).Observe(took.Seconds())
 	}
 }
 
-// committed observes a commit acknowledged, requested at start.
-func (o *observer) committed(async bool, start time.Time) {
+// committed observes a commit acknowledged took after it was requested.
+func (o *observer) committed(async bool, took time.Duration) {
 	if o != nil {
-		o.commitSeconds.WithLabelValues(mode(async)).Observe(time.Since(start).Seconds())
+		o.commitSeconds.WithLabelValues(mode(async)).Observe(took.Seconds())
 	}
 }
 
@@ -142,12 +142,18 @@ var (
 	descNodeUsed  = desc("datanode_blocks", "Blocks of one datanode, by state (used or free).", "node", "state")
 	descHeartbeat = desc("datanode_heartbeat_age_seconds", "Time since a datanode's last heartbeat.", "node")
 	descNodeLive  = desc("datanode_up", "1 if the datanode is live, 0 if dead.", "node")
+	descUnder     = desc("under_replicated_blocks", "Blocks with fewer good replicas than their file's replication, by the re-replication's last full scan.")
+	descWaiting   = desc("under_replicated_waiting_blocks", "Under-replicated blocks lacking only replicas on datanodes dead for less than -dead-after.")
+	descLost      = desc("lost_blocks", "Blocks with no readable replica, by the last full scan.")
+	descQueued    = desc("replication_queue_blocks", "Blocks waiting in the re-replication queue.")
+	descDamaged   = desc("damaged_replicas", "Replicas reported damaged (failed checksum) and not yet replaced.")
+	descHealthAge = desc("block_count_age_seconds", "Time since the re-replication's last full scan counted under_replicated_blocks and lost_blocks.")
 )
 
 func (c nnCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.n.obs.describe(ch)
 	for _, d := range []*prometheus.Desc{descRequests, descCommits, descBatches, descTxns, descLocks, descLeases,
-		descPutOff, descNodes, descBlocks, descNodeUsed, descHeartbeat, descNodeLive} {
+		descPutOff, descNodes, descBlocks, descNodeUsed, descHeartbeat, descNodeLive, descUnder, descWaiting, descLost, descQueued, descDamaged, descHealthAge} {
 		ch <- d
 	}
 }
@@ -194,6 +200,15 @@ func (c nnCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descNodes, float64(live), "live")
 	gauge(descNodes, float64(dead), "dead")
+	h := st.Health
+	gauge(descQueued, float64(h.Queued))
+	gauge(descDamaged, float64(h.Damaged))
+	if !h.At.IsZero() {
+		gauge(descUnder, float64(h.UnderReplicated))
+		gauge(descWaiting, float64(h.Waiting))
+		gauge(descLost, float64(h.Lost))
+		gauge(descHealthAge, st.Time.Sub(h.At).Seconds())
+	}
 	gauge(descBlocks, float64(used), "used")
 	gauge(descBlocks, float64(total-used), "free")
 }

@@ -17,8 +17,8 @@ func BenchmarkObserverPerCommit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
-		o.request(wire.OpCreate, start)
-		o.committed(false, start)
+		o.request(wire.OpCreate, time.Since(start))
+		o.committed(false, time.Since(start))
 		o.batch(batch)
 		o.fsync(start)
 	}

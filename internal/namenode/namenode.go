@@ -88,7 +88,10 @@ type Config struct {
 	// and after every SyncCommits async commits (default 1000), and at
 	// every durable commit or Sync. Blocks freed by a commit are reused
 	// only once that commit is durable.
-	Relaxed      bool
+	Relaxed bool
+	// NoMetrics: the namenode observes no latencies of its own (nothing
+	// serves its metrics: it has no admin port). Its counters are kept.
+	NoMetrics    bool
 	SyncInterval time.Duration
 	SyncCommits  int
 
@@ -268,7 +271,9 @@ func New(cfg Config) (*Namenode, error) {
 	}
 	n.gens.raise(firstGen)
 	n.ns = newNamespace(n.locks)
-	n.obs = newObserver()
+	if !cfg.NoMetrics {
+		n.obs = newObserver()
+	}
 	n.srv = &rpcServer{obs: n.obs, h: n, security: cfg.Security, credential: cfg.Credential, idleTimeout: cfg.IdleTimeout,
 		log: n.log, stop: n.stop, conns: map[*conn]struct{}{},
 		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser),

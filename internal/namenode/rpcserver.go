@@ -54,7 +54,7 @@ type requestHandler interface {
 	handleSafely(c *conn, q *wire.Request) (*wire.Response, error)
 	// commit commits c's transaction txID and answers resp (empty when
 	// nil) once durable, or applied if async.
-	commit(c *conn, id, txID uint64, async bool, resp *wire.Response)
+	commit(c *conn, id, txID, reqID uint64, async bool, resp *wire.Response)
 	// abortTxn ends c's transaction txID, if open and not committing
 	// (a compound request's change failed).
 	abortTxn(c *conn, txID uint64)
@@ -94,15 +94,17 @@ type conn struct {
 
 	waiting atomic.Int32 // requests waiting to be run again (retryAfter)
 
-	// buffered tells how many bytes of further requests were read ahead
-	// and wait to be handled (only on the connection's own goroutine;
-	// nil: none).
-	buffered func() int
+	// readAhead is how many bytes of further requests the connection's
+	// goroutine had read ahead when it took its last request off the
+	// buffer. An atomic copy, not the buffer's own count: a request run
+	// again after a wait (retry) commits from another goroutine.
+	readAhead atomic.Int64
 }
 
-// moreRequests tells whether further requests of this connection were
-// read already and wait for its goroutine. Only on that goroutine.
-func (c *conn) moreRequests() bool { return c.buffered != nil && c.buffered() > 0 }
+// moreRequests tells whether further requests of this connection had been
+// read already when its latest request was taken, and wait for its
+// goroutine.
+func (c *conn) moreRequests() bool { return c.readAhead.Load() > 0 }
 
 // maxWaiting bounds a connection's requests waiting to be run again.
 const maxWaiting = 256
@@ -113,6 +115,18 @@ const writeTimeout = 30 * time.Second
 
 // maxQueued bounds the answers queued for a client that does not read.
 const maxQueued = 16 << 20
+
+// slowRequest: a request handled (or a commit acknowledged) later than
+// this is logged, with its request id.
+const slowRequest = time.Second
+
+// user is the connection's user for logs ("" at security level none).
+func (c *conn) user() string {
+	if c.who == nil {
+		return ""
+	}
+	return c.who.User
+}
 
 func newConn(nc net.Conn, who *auth.Identity) *conn {
 	c := &conn{nc: nc, who: who, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -257,12 +271,12 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.h.connGone(c)
 	}()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	c.buffered = br.Buffered
 	fr := wire.FrameReader{R: br, Budget: srv.frames}
 	defer fr.Release()
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(srv.idleTimeout))
 		id, payload, err := fr.Read()
+		c.readAhead.Store(int64(br.Buffered()))
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				srv.log.Debug("closing connection", "remote", c.nc.RemoteAddr(), "err", err)
@@ -292,7 +306,11 @@ func (srv *rpcServer) serveConn(c *conn) {
 		srv.perOp[q.Op].Add(1)
 		start := time.Now()
 		resp, err := srv.h.handleSafely(c, q)
-		srv.obs.request(q.Op, start)
+		took := time.Since(start)
+		srv.obs.request(q.Op, took)
+		if took > slowRequest {
+			srv.log.Warn("slow request", "op", q.Op.String(), "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(q.ReqID))
+		}
 		var ra *retryAfter
 		if errors.As(err, &ra) {
 			if c.waiting.Add(1) <= maxWaiting {
@@ -323,7 +341,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 			if resp == nil {
 				resp = &wire.Response{}
 			}
-			srv.h.commit(c, id, q.Txn, q.Flags&wire.FlagAsync != 0, resp)
+			srv.h.commit(c, id, q.Txn, q.ReqID, q.Flags&wire.FlagAsync != 0, resp)
 			return nil
 		}
 		srv.h.abortTxn(c, q.Txn)
@@ -331,6 +349,9 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 	if err != nil {
 		resp = toResponse(err)
 		srv.obs.refused(resp.Code)
+		if resp.Code.Logged() {
+			srv.log.Warn("request refused", "op", q.Op.String(), "code", codeName(resp.Code), "user", c.user(), "req", wire.FormatReqID(q.ReqID), "err", resp.Msg)
+		}
 	} else if resp == nil {
 		resp = &wire.Response{}
 	}

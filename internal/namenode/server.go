@@ -30,7 +30,7 @@ func (n *Namenode) handleSafely(c *conn, q *wire.Request) (resp *wire.Response, 
 
 // commit queues tx for the committer and answers resp (an empty answer
 // when nil) once the commit is durable, or with async once it is applied.
-func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Response) {
+func (n *Namenode) commit(c *conn, id, txID, reqID uint64, async bool, resp *wire.Response) {
 	if resp == nil {
 		resp = &wire.Response{}
 	}
@@ -42,7 +42,9 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 		// Clients send commit only for transactions they used, so a missing
 		// one was aborted (timeout, conflict handling) and must not be
 		// reported as committed.
-		c.send(id, &wire.Response{Code: wire.ErrCodeTxn, Msg: fmt.Sprintf("transaction %d is not open (aborted or timed out); nothing was committed", txID)})
+		msg := fmt.Sprintf("transaction %d is not open (aborted or timed out); nothing was committed", txID)
+		n.log.Warn("request refused", "op", wire.OpCommit.String(), "code", codeName(wire.ErrCodeTxn), "user", c.user(), "req", wire.FormatReqID(reqID), "err", msg)
+		c.send(id, &wire.Response{Code: wire.ErrCodeTxn, Msg: msg})
 		return
 	}
 	if len(tx.inodes) == 0 && len(tx.entries) == 0 && len(tx.blocks) == 0 {
@@ -53,9 +55,16 @@ func (n *Namenode) commit(c *conn, id, txID uint64, async bool, resp *wire.Respo
 	}
 	tx.committing = true
 	start := time.Now()
+	acked := func() {
+		took := time.Since(start)
+		n.obs.committed(async, took)
+		if took > slowRequest {
+			n.log.Warn("slow commit", "mode", mode(async), "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(reqID))
+		}
+	}
 	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c,
-		reply:  func(error) { n.obs.committed(async, start); c.sendAsync(id, resp) },
-		direct: func() { n.obs.committed(async, start); c.send(id, resp) }}
+		reply:  func(error) { acked(); c.sendAsync(id, resp) },
+		direct: func() { acked(); c.send(id, resp) }}
 	n.mu.Unlock()
 	n.cm.submit(req, c)
 }

@@ -20,6 +20,8 @@ type Status struct {
 	Batches    uint64
 	Requests   uint64
 	LeaseWaits uint64
+	// Health: under-replicated and damaged blocks, as last counted.
+	Health BlockHealth
 }
 
 // DatanodeStatus describes one recorded datanode.
@@ -43,6 +45,7 @@ func (n *Namenode) Status() Status {
 	st.Locks = n.locks.held()
 	st.Leases = n.leases.held()
 	st.LeaseWaits = n.leases.putOff
+	st.Health = n.blockHealth()
 	for dn := range n.nodes.all() {
 		st.Datanodes = append(st.Datanodes, DatanodeStatus{ID: dn.ID, Identity: dn.Identity, Addr: dn.info.Addr, Blocks: dn.Blocks,
 			Used: dn.used.nused, Alive: dn.alive, Enabled: dn.Enabled, LastSeen: dn.lastSeen})

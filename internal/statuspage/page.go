@@ -29,6 +29,7 @@ svg{width:100%;height:5rem;background:#fff;border:1px solid #ddd;border-radius:.
 <div class="card">datanodes<div class="num">{{.Live}} live, {{.Dead}} dead</div></div>
 <div class="card">space used<div class="num">{{.UsedHuman}} of {{.CapHuman}}</div><div class="bar"><div style="width:{{.UsedPct}}%"></div></div></div>
 <div class="card">open transactions<div class="num" id="txns">{{.Status.OpenTxns}}</div>locks {{.Status.Locks}}, leases {{.Status.Leases}}</div>
+<div class="card">under-replicated blocks<div class="num" id="under-replicated">{{.Under}}</div>lost <span id="lost">{{.Health.Lost}}</span>, waiting for dead datanodes {{.Health.Waiting}}, queued for copy <span id="queued">{{.Health.Queued}}</span>; damaged replicas <span id="damaged">{{.Health.Damaged}}</span>; {{.Counted}}</div>
 <div class="card">commits<div class="num">{{.Status.Commits}}</div>in {{.Status.Batches}} batches; {{.Status.Requests}} requests</div>
 </div>
 <h2>Datanodes</h2>

@@ -137,6 +137,10 @@ type view struct {
 	Rate      chart
 	Latency   chart
 	Errors    []metrics.LogRecord
+	// Blocks that need attention: counts ("…" until first counted).
+	Health  namenode.BlockHealth
+	Under   string
+	Counted string
 }
 
 type nodeView struct {
@@ -180,8 +184,17 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.State = "no datanodes"
 	case v.Dead > 0:
 		v.State = fmt.Sprintf("degraded: %d of %d datanodes dead", v.Dead, len(st.Datanodes))
+	case st.Health.Lost > 0:
+		v.State = fmt.Sprintf("degraded: %d blocks lost", st.Health.Lost)
+	case st.Health.UnderReplicated > 0:
+		v.State = fmt.Sprintf("degraded: %d blocks under-replicated", st.Health.UnderReplicated)
 	default:
 		v.State, v.StateOK = "healthy", true
+	}
+	v.Health, v.Under, v.Counted = st.Health, "…", "not yet counted"
+	if h := st.Health; !h.At.IsZero() {
+		v.Under = fmt.Sprint(h.UnderReplicated)
+		v.Counted = "counted " + st.Time.Sub(h.At).Round(time.Second).String() + " ago"
 	}
 	pts := p.points()
 	v.Rate = newChart(pts, func(p point) float64 { return p.rate }, "commits/s")

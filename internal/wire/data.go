@@ -45,6 +45,9 @@ type DataReq struct {
 	// datanode's copy must match.
 	Offset uint32
 	Base   uint32
+	// ReqID: the client's request id for the datanode's log (0: none;
+	// encoded only when set, last).
+	ReqID uint64
 }
 
 // DataResp is the header of a data protocol response.
@@ -111,6 +114,9 @@ func EncodeDataReq(q *DataReq) []byte {
 	e.Bytes(q.Ticket)
 	e.Uv(uint64(q.Offset))
 	e.U32(q.Base)
+	if q.ReqID != 0 {
+		e.U64(q.ReqID)
+	}
 	return e.B
 }
 
@@ -154,6 +160,9 @@ func DecodeDataReq(b []byte) (*DataReq, error) {
 	}
 	q.Offset = uint32(o)
 	q.Base = d.U32()
+	if d.Err == nil && len(d.B) != 0 {
+		q.ReqID = d.U64()
+	}
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")
 	}

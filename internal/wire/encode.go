@@ -26,6 +26,7 @@ const (
 	rPref
 	rNode
 	rIno2
+	rReqID
 )
 
 // AppendRequest appends the encoding of r to b.
@@ -54,6 +55,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	set(len(r.Pref) > 0, rPref)
 	set(r.Node != nil, rNode)
 	set(r.Ino2 != 0, rIno2)
+	set(r.ReqID != 0, rReqID)
 	e := Enc{B: b}
 	e.U8(uint8(r.Op))
 	e.Uv(m)
@@ -113,6 +115,9 @@ func AppendRequest(b []byte, r *Request) []byte {
 	}
 	if m&rNode != 0 {
 		encNode(&e, r.Node)
+	}
+	if m&rReqID != 0 {
+		e.U64(r.ReqID)
 	}
 	return e.B
 }
@@ -178,6 +183,9 @@ func DecodeRequest(b []byte) (*Request, error) {
 	}
 	if m&rNode != 0 {
 		r.Node = decNode(&d)
+	}
+	if m&rReqID != 0 {
+		r.ReqID = d.U64()
 	}
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")

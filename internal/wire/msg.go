@@ -204,6 +204,9 @@ type Request struct {
 	Pref    []string
 	Node    *NodeInfo
 	Ino2    uint64 // FlagAt: directory of Path2 (rename, link)
+	// ReqID names the client's transaction (or lone request) in the logs
+	// of the namenode and the datanodes (0: none); see FormatReqID.
+	ReqID uint64
 }
 
 // Code is an error code carried in a response.

@@ -1,0 +1,61 @@
+package benchcmd
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/plasmafs/plasma/internal/bench"
+	"github.com/plasmafs/plasma/internal/cli"
+)
+
+// cmdBenchCreateMetrics is create+commit with metrics on beside metrics
+// off: two namenodes of its own, rounds alternating between them.
+func cmdBenchCreateMetrics(ctx context.Context, args []string) error {
+	f := cli.NewFlags(prog, "create-metrics", "[options]", "create+commit of empty files on two namenodes this command starts alike (level none), one\n"+
+		"with an admin port whose /metrics is scraped every second, one without (it observes nothing);\n"+
+		"rounds alternate, medians are compared (goal: ratio ≥ 0.97).", false)
+	asJSON := f.Bool("json", false, "print JSON")
+	var o bench.MetricsCostOptions
+	f.StringVar(&o.Dir, "localdir", os.TempDir(), "directory for the namenodes' databases (removed afterwards)")
+	f.StringVar(&o.Plasma, "plasma", defaultPlasma(), "the plasma `binary` that runs the namenodes")
+	f.StringVar(&o.Mode, "mode", "durable", "durable or async commits")
+	n := f.IntRange("n", 3000, 1, 1<<30, "files per client per round")
+	rounds := f.IntRange("rounds", 5, 1, 1000, "rounds per side")
+	clients := f.String("P", "1,8", "clients, comma-separated list")
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	if len(f.Args()) != 0 {
+		return cli.Usagef("unexpected argument %q", f.Args()[0])
+	}
+	if o.Mode != "durable" && o.Mode != "async" {
+		return cli.Usagef("-mode must be durable or async, not %q", o.Mode)
+	}
+	cl, err := intList(*clients)
+	if err != nil {
+		return err
+	}
+	o.N, o.Rounds, o.Clients = *n, *rounds, cl
+	rep, err := bench.MetricsCost(ctx, o)
+	if err != nil {
+		return err
+	}
+	rep.Print(stdout, *asJSON)
+	return nil
+}
+
+// defaultPlasma is the plasma binary beside this one, else plasma on PATH.
+func defaultPlasma() string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "plasma")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("plasma"); err == nil {
+		return p
+	}
+	return "plasma"
+}
