@@ -57,6 +57,7 @@ func ProcessRunning(pid int) bool {
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
+// ProcessAlive reports whether process pid exists (a zombie counts).
 func ProcessAlive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
 // LineWatcher collects a process's output and lets a test wait for a line.
@@ -66,6 +67,8 @@ type LineWatcher struct {
 	added chan struct{}
 }
 
+// WatchOutput collects the lines read from r (a process's output) as they
+// arrive, for WaitFor.
 func WatchOutput(r io.Reader) *LineWatcher {
 	w := &LineWatcher{added: make(chan struct{}, 1)}
 	go func() {
@@ -92,6 +95,8 @@ func (w *LineWatcher) String() string {
 // Added is signalled (without blocking the writer) whenever output arrives.
 func (w *LineWatcher) Added() <-chan struct{} { return w.added }
 
+// WaitFor waits until the output holds substr; it fails the test if
+// the process exits (exited) first or after a deadline.
 func (w *LineWatcher) WaitFor(t *testing.T, substr string, exited <-chan error) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
@@ -106,6 +111,7 @@ func (w *LineWatcher) WaitFor(t *testing.T, substr string, exited <-chan error) 
 	}
 }
 
+// FreeAddr returns a loopback address with a port free at the moment.
 func FreeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

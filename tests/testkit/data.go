@@ -47,6 +47,8 @@ func CommitMany(t *testing.T, c *clustertest.Procs, tag string, w, n int, d clie
 	return acked
 }
 
+// CheckPresent fails the test unless each of names is in the root
+// directory.
 func CheckPresent(t *testing.T, c *clustertest.Procs, names []string) {
 	t.Helper()
 	cl := c.Client(client.Config{})
@@ -72,6 +74,7 @@ func CheckPresent(t *testing.T, c *clustertest.Procs, names []string) {
 	}
 }
 
+// CRC32C is the Castagnoli CRC32 of b.
 func CRC32C(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
 
 // DiskRuns merges a block list's extents into the runs they make on the
@@ -97,6 +100,8 @@ func DiskRuns(xs []client.Extent) []client.Extent {
 	return out
 }
 
+// WriteRep2 creates path with two replicas holding data, in one
+// transaction.
 func WriteRep2(t *testing.T, cl *client.Client, path string, data []byte) {
 	t.Helper()
 	MustOK(t, "create "+path, cl.Txn(context.Background(), func(ctx context.Context, tx *client.Txn) error {
@@ -127,6 +132,7 @@ func AppendTo(t *testing.T, cl *client.Client, path string, data []byte, abort b
 	MustOK(t, "commit", tx.Commit(ctx))
 }
 
+// ReadWhole reads the whole file path in one transaction.
 func ReadWhole(t *testing.T, cl *client.Client, path string) []byte {
 	t.Helper()
 	var got []byte
@@ -141,6 +147,7 @@ func ReadWhole(t *testing.T, cl *client.Client, path string) []byte {
 	return got
 }
 
+// FsckClean fails the test if fsck reports any problem.
 func FsckClean(t *testing.T, cl *client.Client) {
 	t.Helper()
 	rep, err := cl.Fsck(context.Background())
@@ -150,6 +157,7 @@ func FsckClean(t *testing.T, cl *client.Client) {
 	}
 }
 
+// MustOK fails the test with what if err is not nil.
 func MustOK(t *testing.T, what string, err error) {
 	t.Helper()
 	if err != nil {
@@ -157,6 +165,7 @@ func MustOK(t *testing.T, what string, err error) {
 	}
 }
 
+// SeededBytes returns n pseudo-random bytes, the same for the same seed.
 func SeededBytes(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 7))
 	b := make([]byte, n)
@@ -166,6 +175,7 @@ func SeededBytes(n int, seed uint64) []byte {
 	return b
 }
 
+// RandomBytes returns n random bytes.
 func RandomBytes(t testing.TB, n int) []byte {
 	b := make([]byte, n)
 	if _, err := crand.Read(b); err != nil {
@@ -174,6 +184,7 @@ func RandomBytes(t testing.TB, n int) []byte {
 	return b
 }
 
+// WriteFile writes data to path with rep replicas (CopyIn).
 func WriteFile(t *testing.T, cl *client.Client, path string, data []byte, rep int) {
 	t.Helper()
 	if _, err := cl.CopyIn(context.Background(), bytes.NewReader(data), path, client.CopyOptions{Rep: rep}); err != nil {
@@ -181,6 +192,7 @@ func WriteFile(t *testing.T, cl *client.Client, path string, data []byte, rep in
 	}
 }
 
+// ReadFile reads the whole file path.
 func ReadFile(t *testing.T, cl *client.Client, path string) []byte {
 	t.Helper()
 	ctx := context.Background()
@@ -197,4 +209,5 @@ func ReadFile(t *testing.T, cl *client.Client, path string) []byte {
 	return b.Bytes()
 }
 
+// Ptr returns a pointer to a copy of v.
 func Ptr[T any](v T) *T { return &v }

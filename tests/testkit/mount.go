@@ -128,6 +128,7 @@ func IsMounted(dir string) bool {
 	return false
 }
 
+// UnescapeMountPath undoes the octal escapes of a path in /proc/mounts.
 func UnescapeMountPath(s string) string {
 	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
 	return r.Replace(s)

@@ -145,6 +145,7 @@ func LocalCount(t *testing.T, files map[string][]byte) []string {
 	return lines
 }
 
+// SameLines fails the test unless got, sorted, equals want (sorted).
 func SameLines(t *testing.T, got, want []string) {
 	t.Helper()
 	got = append([]string(nil), got...)
@@ -159,6 +160,8 @@ func SameLines(t *testing.T, got, want []string) {
 	}
 }
 
+// ReportValue returns the value of field (a "field: value" line) in a
+// job report.
 func ReportValue(t *testing.T, report, field string) string {
 	t.Helper()
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(field) + `:\s+(.*)$`).FindStringSubmatch(report)

@@ -18,6 +18,8 @@ type Proxy struct {
 	up  atomic.Int64
 }
 
+// NewProxy starts a TCP proxy on loopback to target that records what
+// passes through it (Contains) and counts the bytes sent upstream.
 func NewProxy(t *testing.T, target string) *Proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,10 +63,13 @@ func (c upCounter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// Addr is the proxy's address.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
+// Upstream is the number of bytes the proxy has sent to the target.
 func (p *Proxy) Upstream() int64 { return p.up.Load() }
 
+// Contains reports whether s passed through the proxy.
 func (p *Proxy) Contains(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

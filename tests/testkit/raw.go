@@ -39,6 +39,7 @@ func RawAs(t *testing.T, c *clustertest.Procs, credFile string) *rpc.Conn {
 	return conn
 }
 
+// MustCall sends q on conn and fails the test unless the answer is OK.
 func MustCall(t *testing.T, conn *rpc.Conn, q *wire.Request) *wire.Response {
 	t.Helper()
 	r, err := conn.Call(context.Background(), q)
