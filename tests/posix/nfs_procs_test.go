@@ -21,7 +21,7 @@ import (
 
 // Raw NFSv3 calls the Go client has no method for (WRITE with a chosen
 // stability, COMMIT, LINK), sent through its RPC layer as root (as
-// dialNFS: a call without a credential is anonymous).
+// testkit.DialNFS: a call without a credential is anonymous).
 
 func nfsHeader(proc uint32) rpc.Header {
 	return rpc.Header{Rpcvers: 2, Prog: nfsc.Nfs3Prog, Vers: nfsc.Nfs3Vers, Proc: proc, Cred: rpc.NewAuthUnix("client", 0, 0).Auth(), Verf: rpc.AuthNull}

@@ -43,7 +43,7 @@ func MetricSum(t *testing.T, mfs map[string]*dto.MetricFamily, name string, want
 	return MetricSumOr0(mfs, name, want)
 }
 
-// MetricSumOr0 is metricSum, with 0 for a family not (yet) there: a
+// MetricSumOr0 is MetricSum, with 0 for a family not (yet) there: a
 // labelled family has no series before its first observation.
 func MetricSumOr0(mfs map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	mf := mfs[name]

@@ -51,7 +51,7 @@ type NFSBridge struct {
 
 // StartNFS starts 'plasma nfs' on a free loopback port and returns once
 // it listens. It serves uid 0 as root (-no-root-squash): the tests act as
-// root (dialNFS, and libnfs run by root), as the owner of what the
+// root (DialNFS, and libnfs run by root), as the owner of what the
 // cluster's superuser made (nfs_identity_test.go tests squashing).
 func StartNFS(t *testing.T, c *clustertest.Procs, args ...string) *NFSBridge {
 	t.Helper()
