@@ -61,7 +61,7 @@ func TestCLIErrorsSayWhatHappened(t *testing.T) {
 	}
 
 	// No namenode at the configured address.
-	dead := testkit.FreeAddr(t)
+	dead := clustertest.FreeAddr(t)
 	out, code = c.RunEnv([]string{"PLASMAFS_NAMENODES=" + dead}, nil, "ls", "/")
 	if code != 1 || !strings.Contains(out, "connection refused") || !strings.Contains(out, "no namenode listens at "+dead) || !strings.Contains(out, "plasma cluster up") {
 		t.Errorf("ls with no namenode at %s: exit %d, want 1 and a hint to start the cluster:\n%s", dead, code, out)

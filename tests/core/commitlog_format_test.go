@@ -104,12 +104,7 @@ type goldenNamenode struct {
 
 func startNamenodeOn(t *testing.T, dir string) *goldenNamenode {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nn := &goldenNamenode{addr: ln.Addr().String(), outPath: filepath.Join(dir, "namenode.out"), exited: make(chan int, 1)}
-	ln.Close()
+	nn := &goldenNamenode{addr: clustertest.FreeAddr(t), outPath: filepath.Join(dir, "namenode.out"), exited: make(chan int, 1)}
 	out, err := os.Create(nn.outPath)
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func startupOutcome(t *testing.T, addr string, args ...string) (out string, code
 func TestNamenodeNeedsFormat(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "nn.db")
-	out, code, running := startupOutcome(t, testkit.FreeAddr(t), "-security", "none", "-db", db)
+	out, code, running := startupOutcome(t, clustertest.FreeAddr(t), "-security", "none", "-db", db)
 	if running || code == 0 {
 		t.Fatalf("namenode without a database started (exit %d, running %v):\n%s", code, running, out)
 	}
@@ -81,14 +81,14 @@ func TestNamenodeNeedsFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"-security", "none", "-db", nndb, "-cluster", c.Opts.Cluster, "-blocksize", fmt.Sprint(c.Opts.Blocksize)}
-	out, code, running = startupOutcome(t, testkit.FreeAddr(t), args...)
+	out, code, running = startupOutcome(t, clustertest.FreeAddr(t), args...)
 	if running || code == 0 {
 		t.Fatalf("namenode whose WAL is gone started (exit %d, running %v):\n%s", code, running, out)
 	}
 	if !strings.Contains(out, nndb+"-wal") || !strings.Contains(out, "-accept-lost-wal") {
 		t.Errorf("refusal does not name the missing WAL and the way out:\n%s", out)
 	}
-	if _, _, running = startupOutcome(t, testkit.FreeAddr(t), append(args, "-accept-lost-wal")...); !running {
+	if _, _, running = startupOutcome(t, clustertest.FreeAddr(t), append(args, "-accept-lost-wal")...); !running {
 		t.Error("namenode with -accept-lost-wal did not start")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,17 +18,6 @@ import (
 	"github.com/plasmafs/plasma/internal/mrexec"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
-
-// freeLoopback returns a free port on 127.0.0.1.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // startDaemon runs plasma args against c until the test ends (SIGTERM)
 // and returns the first line of its output that starts with ready (the
@@ -90,7 +78,7 @@ func TestMetricsOfClientDaemons(t *testing.T) {
 		if out, code := c.Run([]byte("value"), "kv", "insert", "-db", "/kvm", "key"); code != 0 {
 			t.Fatal(out)
 		}
-		admin := freeLoopback(t)
+		admin := clustertest.FreeAddr(t)
 		line := startDaemon(t, c, "listening on ", "kv", "serve", "-db", "/kvm", "-listen", "127.0.0.1:0", "-refresh", "0", "-admin-listen", admin)
 		base, _, _ := strings.Cut(strings.TrimPrefix(line, "listening on "), " ")
 		before := testkit.MetricSumOr0(testkit.Scrape(t, admin), "plasma_kv_requests_total", map[string]string{"op": "GET"})
@@ -112,7 +100,7 @@ func TestMetricsOfClientDaemons(t *testing.T) {
 	})
 
 	t.Run("nfs", func(t *testing.T) {
-		admin := freeLoopback(t)
+		admin := clustertest.FreeAddr(t)
 		line := startDaemon(t, c, "plasma: serving NFSv3", "nfs", "-listen", "127.0.0.1:0", "-no-root-squash", "-admin-listen", admin)
 		addr := line[strings.LastIndex(line, " ")+1:]
 		before := testkit.MetricSumOr0(testkit.Scrape(t, admin), "plasma_nfs_requests_total", map[string]string{"op": "mkdir"})
@@ -130,7 +118,7 @@ func TestMetricsOfClientDaemons(t *testing.T) {
 
 	t.Run("mount", func(t *testing.T) {
 		testkit.NeedFUSE(t)
-		admin := freeLoopback(t)
+		admin := clustertest.FreeAddr(t)
 		dir := filepath.Join(t.TempDir(), "mnt")
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -149,7 +137,7 @@ func TestMetricsOfClientDaemons(t *testing.T) {
 	})
 
 	t.Run("taskserver", func(t *testing.T) {
-		admin := freeLoopback(t)
+		admin := clustertest.FreeAddr(t)
 		line := startDaemon(t, c, "127.0.0.1:", "mr", "taskserver", "-listen", "127.0.0.1:0", "-datanode", c.DNs[0].Addr, "-slots", "1",
 			"-credential", c.IssueCredential("taskserver", auth.RoleTaskServer), "-admin-listen", admin)
 		before := testkit.MetricSumOr0(testkit.Scrape(t, admin), "plasma_taskserver_requests_total", map[string]string{"op": "info"})

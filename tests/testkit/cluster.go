@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,14 +108,4 @@ func (w *LineWatcher) WaitFor(t *testing.T, substr string, exited <-chan error) 
 			t.Fatalf("cluster up did not print %q within 60s:\n%s", substr, w)
 		}
 	}
-}
-
-// FreeAddr returns a loopback address with a port free at the moment.
-func FreeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
