@@ -71,12 +71,12 @@ func appParseLines(data []byte, partial bool) ([]appID, error) {
 // TestExtensionFUSEChild is the appender process of TestExtensionFUSEAppends
 // (the test binary run again); it does nothing in a normal run.
 func TestExtensionFUSEChild(t *testing.T) {
-	path := os.Getenv("X2_CHILD_FILE")
+	path := os.Getenv("APPEND_CHILD_FILE")
 	if path == "" {
 		t.Skip("the appender process of TestExtensionFUSEAppends")
 	}
-	w, _ := strconv.Atoi(os.Getenv("X2_CHILD_ID"))
-	n, _ := strconv.Atoi(os.Getenv("X2_CHILD_LINES"))
+	w, _ := strconv.Atoi(os.Getenv("APPEND_CHILD_ID"))
+	n, _ := strconv.Atoi(os.Getenv("APPEND_CHILD_LINES"))
 	for seq := 0; seq < n; seq++ {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -89,7 +89,7 @@ func TestExtensionFUSEChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		fmt.Printf("x2ok %d\n", seq)
+		fmt.Printf("appended %d\n", seq)
 	}
 }
 
@@ -153,7 +153,7 @@ func TestExtensionFUSEAppends(t *testing.T) {
 	// Two appender processes; the second is killed after 5 lines.
 	child := func(w, lines int) (*exec.Cmd, *bufio.Scanner) {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestExtensionFUSEChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "X2_CHILD_FILE="+path, fmt.Sprintf("X2_CHILD_ID=%d", w), fmt.Sprintf("X2_CHILD_LINES=%d", lines))
+		cmd.Env = append(os.Environ(), "APPEND_CHILD_FILE="+path, fmt.Sprintf("APPEND_CHILD_ID=%d", w), fmt.Sprintf("APPEND_CHILD_LINES=%d", lines))
 		out, err := cmd.StdoutPipe()
 		testkit.MustOK(t, "child pipe", err)
 		cmd.Stderr = os.Stderr
@@ -168,7 +168,7 @@ func TestExtensionFUSEAppends(t *testing.T) {
 			got := 0
 			for sc.Scan() {
 				var seq int
-				if _, err := fmt.Sscanf(sc.Text(), "x2ok %d", &seq); err != nil {
+				if _, err := fmt.Sscanf(sc.Text(), "appended %d", &seq); err != nil {
 					continue
 				}
 				mu.Lock()
