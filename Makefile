@@ -45,9 +45,12 @@ race:
 	@echo "== race"
 	$(GO) test -race -count=1 ./internal/... ./client/... ./kv/... ./mapred/...
 
+# Each package under tests/ is a subject and runs as its own process; -p 4
+# runs four at once: their time goes mostly to waiting on the processes
+# they start, so more than the 2 cores of CI helps.
 integration:
 	@echo "== integration (real processes)"
-	PLASMA_BIN=$(CURDIR)/$(BIN) PLASMA_BENCH_BIN=$(CURDIR)/$(BENCH_BIN) $(GO) test -count=1 -timeout 15m ./tests/...
+	PLASMA_BIN=$(CURDIR)/$(BIN) PLASMA_BENCH_BIN=$(CURDIR)/$(BENCH_BIN) $(GO) test -count=1 -p 4 -timeout 15m ./tests/...
 
 # Every wire decoder is fuzzed for a short, fixed budget: a count of
 # inputs, not a duration (Go 1.26's fuzz coordinator can fail a timed run

@@ -35,7 +35,7 @@ func TestJobFilesParseAsBefore(t *testing.T) {
 	}{
 		{"unit", unitJobFile, Job{Name: "wc", Input: "/in", Output: "/out", Work: "/w", Log: "/l", Map: `awk '{print $1 "\t1"}' # not a comment`,
 			Reduce: "uniq -c", Partitions: 8, SortBuffer: 1 << 20, SplitSize: 131072, TaskServers: []string{"a:1", "b:2"}, KeepWork: true}},
-		{"wordcount (tests/mr_test.go)", `# word count
+		{"wordcount (tests/mr/mr_test.go)", `# word count
 name = "wordcount"
 input = "/in"
 output = "/out"
@@ -51,7 +51,7 @@ local_slots = 3
 			Map:        `tr -cs 'A-Za-z' '\n' | awk 'NF { print $0 "\t1" }'`,
 			Reduce:     "awk -F'\t' '{ c[$1] += $2 } END { for (k in c) print k \"\t\" c[k] }'",
 			Partitions: 3, SplitSize: 64 << 10, SortBuffer: 16 << 10, LocalSlots: 3}},
-		{"original env (tests/mr_original_streaming_test.go)", `name = "envjob"
+		{"original env (tests/mr/mr_streaming_test.go)", `name = "envjob"
 input = "/in"
 output = "/out"
 work = "/work"

@@ -34,7 +34,7 @@ func cmdBenchMR(ctx context.Context, args []string) error {
 on a local copy of the same text: the same pipeline as one local shell pipeline
 (awk | LC_ALL=C sort | uniq -c) and a one-thread awk hash count. Checks that the job's output
 equals the pipeline's and prints the times, the ratios and the job report. With -go-job EXE
-the same word count also runs as a Go-API job (an executable like tests/testdata/gowc, given
+the same word count also runs as a Go-API job (an executable like tests/mr/testdata/gowc, given
 -input, -output and -partitions), and with PySpark installed (pip install pyspark) a PySpark
 local[2] word count of the local copy runs as a third reference; both outputs are checked too.`, true)
 	var size int64 = 200 << 20
@@ -51,7 +51,7 @@ local[2] word count of the local copy runs as a third reference; both outputs ar
 	localDir := f.String("localdir", os.TempDir(), "directory for the local copy")
 	dir := f.String("dir", "/bench-mr", "PlasmaFS directory for the benchmark (removed afterwards)")
 	sortMode := f.Bool("sort", false, "instead: a TeraSort-style sort of 100-byte records (-size bytes) as an identity job with one\npartition, beside LC_ALL=C sort --parallel=2 of the same records; the outputs must be equal")
-	goJob := f.String("go-job", "", "a Go-API word count `executable` to run as well (e.g. built from tests/testdata/gowc)")
+	goJob := f.String("go-job", "", "a Go-API word count `executable` to run as well (e.g. built from tests/mr/testdata/gowc)")
 	if err := f.Parse(args); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func StartPowerCut(t testing.TB, o Options) *PowerCutProcs {
 	}
 	c := &Procs{t: t, Opts: o, Dir: dir, Bin: Binary(t)}
 	pc.Procs = c
-	c.NN = &Proc{Addr: freeAddr(t), Dir: pc.Mnt, Log: filepath.Join(dir, "namenode.log")}
+	c.NN = &Proc{Addr: FreeAddr(t), Dir: pc.Mnt, Log: filepath.Join(dir, "namenode.log")}
 	if c.Secrets, err = auth.InitSecrets(filepath.Join(dir, "secrets"), o.Cluster); err != nil {
 		t.Fatalf("secrets: %v", err)
 	}
@@ -85,7 +85,7 @@ func (pc *PowerCutProcs) initVolume() *Proc {
 	pc.t.Helper()
 	pc.vols++
 	name := fmt.Sprintf("vol%d", pc.vols)
-	p := &Proc{Addr: freeAddr(pc.t), Dir: filepath.Join(pc.Mnt, name), Log: filepath.Join(pc.Dir, name+".log")}
+	p := &Proc{Addr: FreeAddr(pc.t), Dir: filepath.Join(pc.Mnt, name), Log: filepath.Join(pc.Dir, name+".log")}
 	out, code := pc.Run(nil, "datanode", "init", "-fallocate", "-dir", p.Dir, "-cluster", pc.Opts.Cluster,
 		"-blocksize", strconv.FormatInt(pc.Opts.Blocksize, 10), "-size", strconv.FormatInt(pc.Opts.Size, 10))
 	if code != 0 {

@@ -126,24 +126,15 @@ type Procs struct {
 	AdminCred string
 }
 
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // Start starts a namenode and o.Datanodes datanodes as separate processes
 // and waits until every datanode is registered.
 func Start(t testing.TB, o Options) *Procs {
 	t.Helper()
 	o.defaults()
 	c := &Procs{t: t, Opts: o, Dir: t.TempDir(), Bin: Binary(t)}
-	c.NN = &Proc{Addr: freeAddr(t), Dir: c.Dir, Log: filepath.Join(c.Dir, "namenode.log")}
+	c.NN = &Proc{Addr: FreeAddr(t), Dir: c.Dir, Log: filepath.Join(c.Dir, "namenode.log")}
 	if o.Admin {
-		c.NN.AdminAddr = freeAddr(t)
+		c.NN.AdminAddr = FreeAddr(t)
 	}
 	var err error
 	if c.Secrets, err = auth.InitSecrets(filepath.Join(c.Dir, "secrets"), o.Cluster); err != nil {
@@ -270,9 +261,9 @@ func (c *Procs) InitVolume(cluster string, blocksize, size int64) string {
 func (c *Procs) AddDatanode() *Proc {
 	c.t.Helper()
 	dir := c.InitVolume(c.Opts.Cluster, c.Opts.Blocksize, c.Opts.Size)
-	p := &Proc{Addr: freeAddr(c.t), Dir: dir, Log: dir + ".log"}
+	p := &Proc{Addr: FreeAddr(c.t), Dir: dir, Log: dir + ".log"}
 	if c.Opts.Admin {
-		p.AdminAddr = freeAddr(c.t)
+		p.AdminAddr = FreeAddr(c.t)
 	}
 	c.DNs = append(c.DNs, p)
 	c.StartDatanode(p)

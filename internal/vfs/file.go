@@ -535,6 +535,7 @@ func (v *VFS) Read(ctx context.Context, fh uint64, p []byte, off int64) (int, er
 
 func (st *fileState) read(ctx context.Context, p []byte, off int64) (int, error) {
 	st.mu.RLock()
+	short := false
 	if st.f != nil {
 		tx := st.tx
 		n, err := st.f.ReadAt(p, off)
@@ -542,15 +543,30 @@ func (st *fileState) read(ctx context.Context, p []byte, off int64) (int, error)
 		if err == io.EOF {
 			err = nil
 		}
-		if err == nil || !st.lost(tx, err) {
+		switch {
+		case err == nil && n < len(p):
+			// The end of the version this transaction reads. The kernel
+			// asks only for bytes below the size GetAttr (from the
+			// namenode) showed, which may be a newer, longer version
+			// (appended through another mount); answered short, it would
+			// fill the rest of the page with zeros that are nowhere in
+			// the file. Read the latest version instead.
+			short = true
+		case err == nil || !st.lost(tx, err):
 			return n, err
 		}
 	} else {
 		st.mu.RUnlock()
 	}
-	// Not open yet, or its transaction lost with the namenode: open (again).
+	// Not open yet, its transaction lost with the namenode, or a short
+	// read from a clean one: open (again).
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if short && !st.dirty && !st.pinned && st.tx != nil {
+		if err := st.end(ctx); err != nil {
+			return 0, err
+		}
+	}
 	var n int
 	err := st.run(ctx, func() error {
 		var err error

@@ -1,0 +1,3 @@
+// Package webhdfs tests the WebHDFS gateway with curl, Hadoop, Python and Spark
+// clients, its identities and its answers to bad input.
+package webhdfs
