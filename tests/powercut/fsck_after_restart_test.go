@@ -23,7 +23,7 @@ func TestFsckAfterNamenodeRestart(t *testing.T) {
 	cl := c.Client(client.Config{})
 	testkit.WriteFile(t, cl, "/f", testkit.RandomBytes(t, 300<<10), 2)
 	cl.Close()
-	nodes := datanodeIdentities(t, c)
+	nodes := testkit.DatanodeIdentities(t, c)
 
 	// dn2 is down while the namenode restarts: fsck waits for it.
 	c.Kill(c.DNs[1])
@@ -76,24 +76,4 @@ func TestFsckAfterNamenodeRestart(t *testing.T) {
 	if got, code := c.Run(nil, "fsck"); code != 0 || !strings.Contains(got, " 0 problems") || strings.Contains(got, "not checked") {
 		t.Fatalf("fsck with both datanodes back: exit %d:\n%s", code, got)
 	}
-}
-
-// datanodeIdentities maps the cluster's datanode addresses to their
-// identities.
-func datanodeIdentities(t *testing.T, c *clustertest.Procs) map[string]string {
-	t.Helper()
-	cl := c.Client(client.Config{})
-	defer cl.Close()
-	ns, err := cl.Datanodes(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, n := range ns {
-		m[n.Addr] = n.Identity
-	}
-	if len(m) != len(c.DNs) {
-		t.Fatalf("datanodes %v", ns)
-	}
-	return m
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,7 +195,7 @@ func TestHostileShortBlockRequests(t *testing.T) {
 			if got == nil {
 				t.Errorf("%s: block %d: %s", when, b, msg)
 			} else if !bytes.Equal(got, w) {
-				t.Errorf("%s: block %d reads %d bytes different from what was written", when, b, countDiff(got, w))
+				t.Errorf("%s: block %d reads %d bytes different from what was written", when, b, testkit.CountDiff(got, w))
 			}
 		}
 		if got, msg := r2.read(base+6, 6); got == nil || !bytes.Equal(got, want[base+6]) {
@@ -212,16 +211,6 @@ func TestHostileShortBlockRequests(t *testing.T) {
 	}
 	c.WaitLive(2)
 	check("after the datanodes restart")
-}
-
-func countDiff(a, b []byte) int {
-	n := 0
-	for i := range a {
-		if i >= len(b) || a[i] != b[i] {
-			n++
-		}
-	}
-	return n
 }
 
 // hostileFiles writes files whose last blocks are short (and one extended
@@ -269,36 +258,6 @@ func hostileFiles(t *testing.T, c *clustertest.Procs) map[string][]byte {
 	}))
 	files["/extended"] = padded(head, 2*bs+5)
 	return files
-}
-
-// readAll reads every file with a new client (short-circuit or not) and
-// reports files whose bytes differ; errors are returned per file.
-func readAll(t *testing.T, c *clustertest.Procs, files map[string][]byte, noShortCircuit bool) map[string]error {
-	t.Helper()
-	ctx := context.Background()
-	cl := c.Client(client.Config{NoShortCircuit: noShortCircuit})
-	defer cl.Close()
-	errs := map[string]error{}
-	for p, want := range files {
-		var got []byte
-		err := cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-			f, err := tx.Open(ctx, p)
-			if err != nil {
-				return err
-			}
-			got, err = io.ReadAll(f)
-			return err
-		})
-		if err != nil {
-			errs[p] = err
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s (no short-circuit %v): read %d bytes, %d differ from the %d written: wrong bytes returned",
-				p, noShortCircuit, len(got), countDiff(got, want), len(want))
-		}
-	}
-	return errs
 }
 
 // volumeEntries returns the blocks count, blocksize and entry region of a
@@ -376,7 +335,7 @@ func TestHostileLegacyVolumeWithTails(t *testing.T) {
 	c.StartDatanode(dn)
 	c.WaitLive(1)
 	for _, nosc := range []bool{false, true} {
-		for p, err := range readAll(t, c, files, nosc) {
+		for p, err := range testkit.ReadAllFiles(t, c, files, nosc) {
 			t.Errorf("%s after the conversion (no short-circuit %v): %v", p, nosc, err)
 		}
 	}
@@ -414,7 +373,7 @@ func TestHostileEntryRegionDamage(t *testing.T) {
 	c.StartDatanode(dn)
 	c.WaitLive(1)
 	for _, nosc := range []bool{false, true} {
-		errs := readAll(t, c, files, nosc)
+		errs := testkit.ReadAllFiles(t, c, files, nosc)
 		if nosc && len(errs) != len(files) {
 			// Every file has blocks on the volume, whose entries are
 			// garbage now: over TCP none can verify. (Short-circuit

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/clustertest"
 )
 
@@ -108,4 +109,24 @@ func (w *LineWatcher) WaitFor(t *testing.T, substr string, exited <-chan error) 
 			t.Fatalf("cluster up did not print %q within 60s:\n%s", substr, w)
 		}
 	}
+}
+
+// DatanodeIdentities maps the cluster's datanode addresses to their
+// identities.
+func DatanodeIdentities(t *testing.T, c *clustertest.Procs) map[string]string {
+	t.Helper()
+	cl := c.Client(client.Config{})
+	defer cl.Close()
+	ns, err := cl.Datanodes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, n := range ns {
+		m[n.Addr] = n.Identity
+	}
+	if len(m) != len(c.DNs) {
+		t.Fatalf("datanodes %v", ns)
+	}
+	return m
 }

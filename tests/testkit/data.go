@@ -211,3 +211,44 @@ func ReadFile(t *testing.T, cl *client.Client, path string) []byte {
 
 // Ptr returns a pointer to a copy of v.
 func Ptr[T any](v T) *T { return &v }
+
+// ReadAllFiles reads every file with a new client (short-circuit or not) and
+// reports files whose bytes differ; errors are returned per file.
+func ReadAllFiles(t *testing.T, c *clustertest.Procs, files map[string][]byte, noShortCircuit bool) map[string]error {
+	t.Helper()
+	ctx := context.Background()
+	cl := c.Client(client.Config{NoShortCircuit: noShortCircuit})
+	defer cl.Close()
+	errs := map[string]error{}
+	for p, want := range files {
+		var got []byte
+		err := cl.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
+			f, err := tx.Open(ctx, p)
+			if err != nil {
+				return err
+			}
+			got, err = io.ReadAll(f)
+			return err
+		})
+		if err != nil {
+			errs[p] = err
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s (no short-circuit %v): read %d bytes, %d differ from the %d written: wrong bytes returned",
+				p, noShortCircuit, len(got), CountDiff(got, want), len(want))
+		}
+	}
+	return errs
+}
+
+// CountDiff counts the bytes of a that differ from b (or that b lacks).
+func CountDiff(a, b []byte) int {
+	n := 0
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			n++
+		}
+	}
+	return n
+}

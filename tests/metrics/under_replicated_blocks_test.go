@@ -1,4 +1,4 @@
-package tests
+package metrics
 
 import (
 	"io"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/tests/testkit"
 )
 
 // TestUnderReplicatedBlocksShown (issue 25 item 2): once a datanode
@@ -18,7 +19,7 @@ import (
 func TestUnderReplicatedBlocksShown(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Admin: true, Datanodes: 2, NamenodeArgs: []string{"-heartbeat-timeout", "2s"}})
 	cl := c.Client(client.Config{})
-	writeFile(t, cl, "/u", randomBytes(t, 3*int(c.Opts.Blocksize)), 2)
+	testkit.WriteFile(t, cl, "/u", testkit.RandomBytes(t, 3*int(c.Opts.Blocksize)), 2)
 	cl.Close()
 
 	const metric = "plasma_namenode_under_replicated_blocks"
@@ -26,9 +27,9 @@ func TestUnderReplicatedBlocksShown(t *testing.T) {
 		t.Helper()
 		var got float64 = -1
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
-			mfs := scrape(t, c.NN.AdminAddr)
+			mfs := testkit.Scrape(t, c.NN.AdminAddr)
 			if _, ok := mfs[metric]; ok {
-				if got = metricSum(t, mfs, metric, nil); got == want {
+				if got = testkit.MetricSum(t, mfs, metric, nil); got == want {
 					return
 				}
 			}

@@ -1,4 +1,4 @@
-package tests
+package clusterup
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package tests
+package replication
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/tests/testkit"
 )
 
 // Issue 23: the namenode keeps blocks at their file's replication by
@@ -114,7 +115,7 @@ func awaitReplicas(t *testing.T, c *clustertest.Procs, cl *client.Client, files 
 // checkContents reads every file back and compares it byte for byte.
 func checkContents(t *testing.T, c *clustertest.Procs, files map[string][]byte) {
 	t.Helper()
-	for p, err := range readAll(t, c, files, true) {
+	for p, err := range testkit.ReadAllFiles(t, c, files, true) {
 		t.Errorf("read %s: %v", p, err)
 	}
 }
@@ -122,7 +123,7 @@ func checkContents(t *testing.T, c *clustertest.Procs, files map[string][]byte) 
 // identityOf returns the identity of datanode process p.
 func identityOf(t *testing.T, c *clustertest.Procs, p *clustertest.Proc) string {
 	t.Helper()
-	id := datanodeIdentities(t, c)[p.Addr]
+	id := testkit.DatanodeIdentities(t, c)[p.Addr]
 	if id == "" {
 		t.Fatalf("no datanode registered at %s", p.Addr)
 	}
@@ -157,7 +158,7 @@ func TestReReplicationAfterDatanodeDeath(t *testing.T) {
 			default:
 			}
 			p := fmt.Sprintf("/f%03d", i)
-			data := randomBytes(t, 1+(i*37<<10)%(700<<10))
+			data := testkit.RandomBytes(t, 1+(i*37<<10)%(700<<10))
 			if _, err := w.CopyIn(ctx, bytes.NewReader(data), p, client.CopyOptions{Rep: 2}); err != nil {
 				continue // not acknowledged: it may or may not exist
 			}
@@ -194,9 +195,9 @@ func TestSetrepCarriedOut(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 64 << 20})
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	files := map[string][]byte{"/a": randomBytes(t, 1<<20+123), "/b": randomBytes(t, 5000)}
+	files := map[string][]byte{"/a": testkit.RandomBytes(t, 1<<20+123), "/b": testkit.RandomBytes(t, 5000)}
 	for p, data := range files {
-		writeFile(t, cl, p, data, 1)
+		testkit.WriteFile(t, cl, p, data, 1)
 	}
 	awaitReplicas(t, c, cl, files, 1, nil, 60*time.Second)
 	c.MustRun("setrep", "3", "/a", "/b")
@@ -261,8 +262,8 @@ func TestDrainUnderReader(t *testing.T) {
 	files := map[string][]byte{}
 	for i := range 8 {
 		p := fmt.Sprintf("/d%d", i)
-		files[p] = randomBytes(t, 1+i*150<<10)
-		writeFile(t, cl, p, files[p], 2)
+		files[p] = testkit.RandomBytes(t, 1+i*150<<10)
+		testkit.WriteFile(t, cl, p, files[p], 2)
 	}
 	drained := identityOf(t, c, c.DNs[1])
 
@@ -323,7 +324,7 @@ func TestDrainUnderReader(t *testing.T) {
 	awaitReplicas(t, c, cl, files, 2, map[string]bool{drained: true}, 60*time.Second)
 	checkContents(t, c, files)
 	// New files go elsewhere; enabling it puts it back in service.
-	writeFile(t, cl, "/after", randomBytes(t, 300<<10), 2)
+	testkit.WriteFile(t, cl, "/after", testkit.RandomBytes(t, 300<<10), 2)
 	if w := replicasWrong(context.Background(), cl, "/after", 2, map[string]bool{drained: true}); w != "" {
 		t.Errorf("a file written after the drain: %s", w)
 	}
@@ -369,8 +370,8 @@ func TestReturningDatanodeStaleReplicas(t *testing.T) {
 	files := map[string][]byte{}
 	for i := range 6 {
 		p := fmt.Sprintf("/s%d", i)
-		files[p] = randomBytes(t, 100<<10+i*77<<10)
-		writeFile(t, cl, p, files[p], 2)
+		files[p] = testkit.RandomBytes(t, 100<<10+i*77<<10)
+		testkit.WriteFile(t, cl, p, files[p], 2)
 	}
 	c.Kill(c.DNs[0])
 	awaitReplicas(t, c, cl, files, 2, map[string]bool{victim: true}, 120*time.Second)
@@ -381,8 +382,8 @@ func TestReturningDatanodeStaleReplicas(t *testing.T) {
 			delete(files, p)
 			continue
 		}
-		files[p] = randomBytes(t, len(files[p]))
-		writeFile(t, cl, p, files[p], 2)
+		files[p] = testkit.RandomBytes(t, len(files[p]))
+		testkit.WriteFile(t, cl, p, files[p], 2)
 	}
 	c.StartDatanode(c.DNs[0])
 	c.WaitLive(3)
@@ -393,12 +394,12 @@ func TestReturningDatanodeStaleReplicas(t *testing.T) {
 	fresh := map[string][]byte{}
 	for i := range 4 {
 		p := fmt.Sprintf("/new%d", i)
-		fresh[p] = randomBytes(t, 200<<10+i*50<<10)
-		writeFile(t, cl, p, fresh[p], 3)
+		fresh[p] = testkit.RandomBytes(t, 200<<10+i*50<<10)
+		testkit.WriteFile(t, cl, p, fresh[p], 3)
 	}
 	awaitReplicas(t, c, cl, fresh, 3, nil, 60*time.Second)
 	checkContents(t, c, fresh)
-	for p, err := range readAll(t, c, fresh, false) {
+	for p, err := range testkit.ReadAllFiles(t, c, fresh, false) {
 		t.Errorf("read %s (short-circuit): %v", p, err)
 	}
 }
@@ -437,8 +438,8 @@ func TestScrubHealsDamagedBlock(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 16 << 20, DatanodeArgs: []string{"-scrub-interval", "1s", "-scrub-rate", "1073741824"}})
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	files := map[string][]byte{"/s": randomBytes(t, 300<<10)}
-	writeFile(t, cl, "/s", files["/s"], 2)
+	files := map[string][]byte{"/s": testkit.RandomBytes(t, 300<<10)}
+	testkit.WriteFile(t, cl, "/s", files["/s"], 2)
 	const idx = 2
 	damaged := flipReplicaByte(t, c, cl, "/s", idx)
 	// No read of /s until the damaged replica is replaced.
@@ -453,8 +454,8 @@ func TestFsckDamageHealed(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 3, Size: 16 << 20})
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	files := map[string][]byte{"/s": randomBytes(t, 300<<10)}
-	writeFile(t, cl, "/s", files["/s"], 2)
+	files := map[string][]byte{"/s": testkit.RandomBytes(t, 300<<10)}
+	testkit.WriteFile(t, cl, "/s", files["/s"], 2)
 	damaged := flipReplicaByte(t, c, cl, "/s", 3)
 	if out, code := c.Run(nil, "fsck"); code != 1 || !strings.Contains(out, "does not match its checksum") {
 		t.Fatalf("fsck of a damaged replica: exit %d:\n%s", code, out)
@@ -525,8 +526,8 @@ func TestBalanceAfterAddingDatanode(t *testing.T) {
 	files := map[string][]byte{}
 	for i := range 12 {
 		p := fmt.Sprintf("/b%d", i)
-		files[p] = randomBytes(t, 1<<20)
-		writeFile(t, cl, p, files[p], 1)
+		files[p] = testkit.RandomBytes(t, 1<<20)
+		testkit.WriteFile(t, cl, p, files[p], 1)
 	}
 	added := c.AddDatanode()
 	c.WaitLive(3)

@@ -1,4 +1,4 @@
-package tests
+package metrics
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/tests/testkit"
 )
 
 // reqIDInError finds the request id a client's error names.
@@ -60,7 +61,7 @@ func TestRequestIDFollowsFailure(t *testing.T) {
 	// logs the checksum failure under the reader's request id.
 	bs := int(c.Opts.Blocksize)
 	setup := c.Client(client.Config{})
-	writeFile(t, setup, "/damaged", randomBytes(t, 2*bs), 1)
+	testkit.WriteFile(t, setup, "/damaged", testkit.RandomBytes(t, 2*bs), 1)
 	ctx := context.Background()
 	tx, _ := setup.Begin(ctx)
 	fi, err := tx.Lookup(ctx, "/damaged")
