@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plasmafs/plasma/internal/loopback"
 	"github.com/plasmafs/plasma/internal/supervisor"
 )
 
@@ -33,45 +32,10 @@ func defaultClusterDir() string {
 	return "plasma-cluster"
 }
 
-// freePort returns a loopback address with a port nobody listens on now.
-// The port is chosen below the kernel's ephemeral range when it can be: a
-// port handed out by bind(:0) comes from that range, where any outgoing
-// connection on the machine may take it before the member that is to
-// listen there has started (cluster up picks every member's ports first).
-func freePort() (string, error) {
-	lo := ephemeralLow()
-	for i := 0; i < 64 && lo > 10000; i++ {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(lo-10000)))
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr, nil
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// ephemeralLow is the first port of the kernel's ephemeral range (32768
-// when it cannot be read).
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	lo, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 32768
-	}
-	return lo
-}
+// freePort returns a loopback address with a port nobody listens on now,
+// below the kernel's ephemeral range (cluster up picks every member's
+// ports before it starts them).
+func freePort() (string, error) { return loopback.FreeAddr() }
 
 // envSupervisor is set for the background supervisor that 'cluster up
 // -detach' starts; it reports readiness on file descriptor 3.

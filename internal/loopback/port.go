@@ -1,0 +1,57 @@
+// Package loopback picks addresses on 127.0.0.1 for processes that are
+// started later to listen on: the members 'plasma cluster up' starts and
+// the processes of the integration tests.
+package loopback
+
+import (
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// lowestPort is the bottom of the range FreeAddr picks ports from.
+const lowestPort = 10000
+
+// FreeAddr returns a loopback address whose port is free at the moment.
+// The port is chosen below the kernel's ephemeral range
+// (ip_local_port_range) when it can be: bind(:0) hands out ports from that
+// range, where any outgoing connection on the machine may take one before
+// the process that is to listen there has started ("address already in
+// use").
+func FreeAddr() (string, error) {
+	top := ephemeralStart()
+	for try := 0; try < 100 && top > lowestPort; try++ {
+		port := lowestPort + rand.IntN(top-lowestPort)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			ln.Close()
+			return ln.Addr().String(), nil
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
+}
