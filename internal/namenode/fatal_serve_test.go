@@ -25,7 +25,7 @@ func TestStoreFailureEndsServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	store := &brokenStore{SQLite: sq}
+	store := &brokenStore{SQLite: sq, only: "lost"}
 	nn, err := namenode.New(namenode.Config{Cluster: "t", Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -20,13 +20,28 @@ import (
 type brokenStore struct {
 	*meta.SQLite
 	broken atomic.Bool
+	// only, if set, limits the failure to the writes that add this name
+	// (the namenode's own background writes, such as inode reservations,
+	// then succeed and cannot stop it before the test's commit).
+	only string
 }
 
 func (s *brokenStore) Apply(ctx context.Context, changes []*meta.Change) error {
-	if s.broken.Load() {
+	if s.broken.Load() && (s.only == "" || addsName(changes, s.only)) {
 		return errors.New("injected write failure")
 	}
 	return s.SQLite.Apply(ctx, changes)
+}
+
+func addsName(changes []*meta.Change, name string) bool {
+	for _, c := range changes {
+		for _, e := range c.PutEntries {
+			if e.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func serve(t *testing.T, store meta.Store, fatal func(error)) (*namenode.Namenode, string) {
