@@ -25,24 +25,22 @@ func currentUser() string {
 	return "admin"
 }
 
+// adminSubcommands are the subcommands of 'plasma admin' other than
+// 'user add', each given the arguments after its name.
+var adminSubcommands = map[string]func(ctx context.Context, args []string) error{
+	"stats":     adminStats,
+	"backup":    adminBackup,
+	"top":       adminTop,
+	"datanodes": adminDatanodes,
+	"datanode":  adminDatanode,
+	"balance":   adminBalance,
+}
+
 func cmdAdmin(ctx context.Context, args []string) error {
-	if len(args) >= 1 && args[0] == "stats" {
-		return adminStats(ctx, args[1:])
-	}
-	if len(args) >= 1 && args[0] == "backup" {
-		return adminBackup(ctx, args[1:])
-	}
-	if len(args) >= 1 && args[0] == "top" {
-		return adminTop(ctx, args[1:])
-	}
-	if len(args) >= 1 && args[0] == "datanodes" {
-		return adminDatanodes(ctx, args[1:])
-	}
-	if len(args) >= 1 && args[0] == "datanode" {
-		return adminDatanode(ctx, args[1:])
-	}
-	if len(args) >= 1 && args[0] == "balance" {
-		return adminBalance(ctx, args[1:])
+	if len(args) >= 1 {
+		if sub, ok := adminSubcommands[args[0]]; ok {
+			return sub(ctx, args[1:])
+		}
 	}
 	if len(args) >= 1 && isHelpArg(args[0]) {
 		fmt.Fprint(stdout, `usage: plasma admin SUBCOMMAND [options]   ('plasma admin SUBCOMMAND -help' for options)
