@@ -286,7 +286,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	// round trip less for a transaction that wrote.
 	var attach []*wire.Request
 	for _, f := range tx.openFiles() {
-		q, err := f.flushData(ctx)
+		q, err := f.w.commitData(ctx)
 		if err != nil {
 			tx.Abort(ctx)
 			return err

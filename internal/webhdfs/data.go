@@ -312,7 +312,7 @@ func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context,
 	if err != nil {
 		return err
 	}
-	f.FlushBlocks = uploadFlushBlocks
+	f.SetFlushBlocks(uploadFlushBlocks)
 	var body io.Reader = &deadlineReader{r: rq.r.Body, rc: http.NewResponseController(rq.w), idle: g.opt.IdleTimeout}
 	if g.opt.MaxUpload > 0 {
 		body = io.LimitReader(body, g.opt.MaxUpload+1)

@@ -128,7 +128,7 @@ func TestRandomWritesThenReads(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			f.FlushBlocks = 3
+			f.SetFlushBlocks(3)
 			for i := 0; i < 40; i++ {
 				off := rng.IntN(10 * bs)
 				n := 1 + rng.IntN(2*bs)

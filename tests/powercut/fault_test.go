@@ -39,7 +39,7 @@ func TestKillDatanodeDuringWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.FlushBlocks = 8
+	f.SetFlushBlocks(8)
 	if _, err := f.Write(data[:half*bs]); err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func TestAbortWaitsForFlush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.FlushBlocks = 1
+		f.SetFlushBlocks(1)
 		if _, err := f.Write(testkit.RandomBytes(t, 4*bs)); err != nil { // starts a background flush
 			t.Fatal(err)
 		}
