@@ -153,7 +153,7 @@ func (f *File) Seek(offset int64, whence int) (int64, error) {
 }
 
 // WriteTo streams the file from the current position to w, fetching
-// ReadAhead blocks in parallel (io.Copy uses it).
+// 8 blocks in parallel (io.Copy uses it).
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -254,9 +254,9 @@ var _ interface {
 	io.WriterTo
 } = (*File)(nil)
 
-// SetFlushBlocks sets how many dirty blocks are buffered before they are
-// written out (default 64).
-func (f *File) SetFlushBlocks(n int) {
+// setFlushBlocks sets how many dirty blocks are buffered before they are
+// written out (clientx.SetFlushBlocks).
+func (f *File) setFlushBlocks(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.w.flushBlocks = n

@@ -247,10 +247,10 @@ func (r *blockReader) readAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// ReadAhead is how many blocks WriteTo fetches in parallel.
-const ReadAhead = 8
+// writeToAhead is how many blocks WriteTo fetches in parallel.
+const writeToAhead = 8
 
-// writeTo streams the file from *pos to w, fetching ReadAhead blocks in
+// writeTo streams the file from *pos to w, fetching writeToAhead blocks in
 // parallel, and advances *pos. Called with the lock held (it is released
 // while blocks are fetched and while w writes).
 func (r *blockReader) writeTo(w io.Writer, pos *int64) (int64, error) {
@@ -274,14 +274,14 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64) (int64, error) {
 		err  error
 		done chan struct{}
 	}
-	slots := make([]*slot, ReadAhead)
+	slots := make([]*slot, writeToAhead)
 	for i := range slots {
 		slots[i] = &slot{buf: make([]byte, r.bs)}
 	}
 	// The block sources are looked up under the lock; the fetches run
 	// without it.
 	start := func(idx uint64) {
-		s := slots[idx%ReadAhead]
+		s := slots[idx%writeToAhead]
 		s.done = make(chan struct{})
 		locs, crc, done, err := r.source(idx, s.buf)
 		if err != nil || done {
@@ -295,13 +295,13 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64) (int64, error) {
 		}()
 	}
 	next := first
-	for ; next <= last && next < first+ReadAhead; next++ {
+	for ; next <= last && next < first+writeToAhead; next++ {
 		start(next)
 	}
 	var written int64
 	var werr error
 	for idx := first; idx <= last; idx++ {
-		s := slots[idx%ReadAhead]
+		s := slots[idx%writeToAhead]
 		r.mu.Unlock()
 		<-s.done
 		r.mu.Lock()
