@@ -9,10 +9,10 @@ func BenchmarkStat(b *testing.B) {
 	ctx := context.Background()
 	c := connect()
 	defer c.Close()
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	for i := 0; i < b.N; i++ {
-		if _, err := tx.Stat(ctx, 1); err != nil {
+		if _, err := tx.StatInode(ctx, 1); err != nil {
 			b.Fatal(err)
 		}
 	}

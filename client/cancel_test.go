@@ -22,7 +22,7 @@ func TestReadAfterCancelFromCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	f, err := tx.Open(ctx, p)
 	if err != nil {
 		t.Fatal(err)

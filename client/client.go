@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientconf"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -90,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		cfg.User, cfg.Group = cred.Identity.User, cred.Identity.PrimaryGroup()
 	} else if level != auth.None || dataLevel != auth.None {
-		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, ConfigFile())
+		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, clientconf.Path())
 	}
 	var errs []error
 	for _, a := range cfg.Namenodes {
@@ -168,9 +169,9 @@ func (c *Client) Close() error {
 	return c.nn.Close()
 }
 
-// NamenodeRequests returns how many requests this client has sent to the
-// namenode so far.
-func (c *Client) NamenodeRequests() uint64 {
+// namenodeRequests returns how many requests this client has sent to the
+// namenode so far (clientx.NamenodeRequests).
+func (c *Client) namenodeRequests() uint64 {
 	c.nnMu.Lock()
 	defer c.nnMu.Unlock()
 	return c.reqBase + c.nn.Requests()
@@ -182,11 +183,9 @@ func (c *Client) conn() (*rpc.Conn, uint64) {
 	return c.nn, c.gen
 }
 
-// ReconnectedAt returns when the broken namenode connection was last
-// replaced (zero if never). Right after, a restarted namenode may not know
-// its datanodes yet: it refuses allocations and creates with
-// ErrUnavailable until they register again.
-func (c *Client) ReconnectedAt() time.Time {
+// reconnectedAt returns when the broken namenode connection was last
+// replaced (zero if never; clientx.ReconnectedAt).
+func (c *Client) reconnectedAt() time.Time {
 	c.nnMu.Lock()
 	defer c.nnMu.Unlock()
 	return c.reconAt
@@ -287,8 +286,8 @@ func (c *Client) node(id uint32) (wire.NodeInfo, bool) {
 
 // Begin opens a transaction. Transactions cost nothing until their first
 // request; the namenode aborts them when the connection closes.
-func (c *Client) Begin(ctx context.Context) (*Txn, error) {
-	return &Txn{c: c, id: c.nextTx.Add(1)}, nil
+func (c *Client) Begin() *Txn {
+	return &Txn{c: c, id: c.nextTx.Add(1)}
 }
 
 // TxnAttempts bounds how often Client.Txn runs its function.
@@ -309,7 +308,7 @@ func (c *Client) Txn(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 			case <-time.After(d/2 + rand.N(d/2+1)):
 			}
 		}
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		err = fn(ctx, tx)
 		if err == nil {
 			err = tx.Commit(ctx)
@@ -323,51 +322,6 @@ func (c *Client) Txn(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 	return err
 }
 
-// Stats are the namenode's counters.
-type Stats struct {
-	Requests uint64            // requests served since start
-	Commits  uint64            // transactions committed
-	Batches  uint64            // store transactions (group commits)
-	PerOp    map[string]uint64 // requests per operation
-	CPU      time.Duration     // CPU time the namenode process used (user + system)
-	// LeaseWaits counts the additions to a directory (create, link,
-	// rename) put off until another client's lease on it had ended (or
-	// the namenode's start-up grace).
-	LeaseWaits uint64
-	// Syncs counts the namenode's fsyncs that made commits durable (group
-	// commit: Commits/Syncs commits per fsync).
-	Syncs uint64
-}
-
-// NamenodeStats returns the namenode's request counters.
-func (c *Client) NamenodeStats(ctx context.Context) (Stats, error) {
-	r, err := c.call(ctx, &wire.Request{Op: wire.OpStats})
-	if err != nil {
-		return Stats{}, err
-	}
-	if len(r.Counters) < 3 {
-		return Stats{}, fmt.Errorf("namenode returned %d counters", len(r.Counters))
-	}
-	s := Stats{Requests: r.Counters[0], Commits: r.Counters[1], Batches: r.Counters[2], PerOp: map[string]uint64{}}
-	ops := r.Counters[3:]
-	if len(ops) > wire.NumOps {
-		s.CPU = time.Duration(ops[wire.NumOps])
-		if len(ops) > wire.NumOps+1 {
-			s.LeaseWaits = ops[wire.NumOps+1]
-		}
-		if len(ops) > wire.NumOps+2 {
-			s.Syncs = ops[wire.NumOps+2]
-		}
-		ops = ops[:wire.NumOps]
-	}
-	for i, v := range ops {
-		if v != 0 {
-			s.PerOp[wire.Op(i).String()] = v
-		}
-	}
-	return s, nil
-}
-
 // Lookup resolves path outside any transaction: one round trip, reading
 // the latest committed state.
 func (c *Client) Lookup(ctx context.Context, path string) (FileInfo, error) {
@@ -376,6 +330,13 @@ func (c *Client) Lookup(ctx context.Context, path string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	return infoOf(r.Attr), nil
+}
+
+// Sync returns once every commit acknowledged before it (by any client)
+// is durable.
+func (c *Client) Sync(ctx context.Context) error {
+	_, err := c.call(ctx, &wire.Request{Op: wire.OpSync})
+	return err
 }
 
 // Ping makes one empty round trip to the namenode.
@@ -464,4 +425,11 @@ func (c *Client) reqID(n uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
+}
+
+// namenodeAddr returns the address of the namenode the client is
+// connected to (clientx.NamenodeAddr).
+func (c *Client) namenodeAddr() string {
+	nn, _ := c.conn()
+	return nn.Addr()
 }

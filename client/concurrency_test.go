@@ -74,7 +74,7 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	c := connect()
 	defer c.Close()
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	ents, err := tx.ReadDir(ctx, dir)
 	if err != nil {

@@ -23,7 +23,7 @@ type CopyOptions struct {
 // CopyIn creates path and fills it with everything read from r. It
 // returns the number of bytes committed.
 func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyOptions) (int64, error) {
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	f, err := tx.CreateFile(ctx, path, CreateOptions{Rep: opt.Rep, Mode: opt.Mode})
 	if err != nil {
 		tx.Abort(ctx)
@@ -59,7 +59,7 @@ func (c *Client) CopyIn(ctx context.Context, r io.Reader, path string, opt CopyO
 			}
 			committed += sinceCommit
 			sinceCommit = 0
-			tx, _ = c.Begin(ctx)
+			tx = c.Begin()
 			if f, err = tx.OpenInode(ctx, ino); err != nil {
 				tx.Abort(ctx)
 				return committed, fmt.Errorf("%s: reopen after partial commit: %w", path, err)

@@ -1,8 +1,16 @@
 package client
 
+// The datanode transport: pooled data protocol connections (reads,
+// pipelined chain writes, in-place extensions, syncs, verification), the
+// reading of a block from whichever replica has it intact, and the block
+// files of datanodes on this host shared over their Unix sockets for
+// short-circuit reads and writes. Both the read path (read.go) and the
+// write path (write.go) end here.
+
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +20,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/blockcrc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -228,6 +239,60 @@ func (p *dataPool) readBlock(ctx context.Context, req uint64, addr string, block
 	return nil
 }
 
+// checksum is the CRC32C of a block of blocksize bytes that starts with
+// data and is zero-padded (the datanode computes the same).
+func checksum(data []byte, blocksize int) uint32 { return blockcrc.Checksum(data, blocksize) }
+
+// location is one replica of a block, as the reader needs it.
+type location struct {
+	addr   string
+	block  uint64
+	node   string
+	info   wire.NodeInfo
+	ticket []byte
+	// valid is how much of the block lies before the end of the file:
+	// the rest is zeros, so a short-circuit reader need not read it.
+	valid int
+}
+
+// readReplicas reads block idx of the file called name (blocksize bs)
+// from its replicas locs until one returns data matching the committed
+// checksum. It needs no lock.
+func (tx *Txn) readReplicas(ctx context.Context, name string, idx uint64, locs []location, crc uint32, buf []byte, bs int) error {
+	var errs []string
+	for _, l := range locs {
+		if lf := tx.c.localFile(l.info); lf != nil {
+			// Short-circuit: read the local datanode's block file directly,
+			// the part before the end of the file (whole pages, as the
+			// datanode stores it); a block that is not all there fails the
+			// checksum and is read from the datanode, which knows.
+			// Bytes past the valid ones may be a later version's (an
+			// extension in place): they do not count.
+			if _, err := lf.ReadAt(buf[:l.valid], int64(l.block)*int64(bs)); err == nil {
+				clear(buf[l.valid:bs])
+				if checksum(buf[:l.valid], bs) == crc {
+					return nil
+				}
+			}
+		}
+		err := tx.c.data.readBlock(ctx, tx.reqID(), l.addr, l.block, l.ticket, buf, crc, l.valid)
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%s: block %d: %w", name, idx, cerr)
+		}
+		if !l.info.Alive {
+			// Whatever answered at its address (nothing, or another
+			// process that now has it), the replica's datanode is down.
+			errs = append(errs, fmt.Sprintf("datanode %s (%s) is down: the namenode has no heartbeat from it (%v)", l.node, l.addr, err))
+			continue
+		}
+		errs = append(errs, err.Error())
+	}
+	return fmt.Errorf("%s: block %d unreadable on every replica: %s (request %s)", name, idx, strings.Join(errs, "; "), wire.FormatReqID(tx.reqID()))
+}
+
 // writeError is a failed chain write and the datanodes to blame for it.
 type writeError struct {
 	blame []string // addresses
@@ -419,4 +484,154 @@ func (p *dataPool) verify(ctx context.Context, addr string, start, count uint64,
 		return nil, nil, errors.New(resp.Msg)
 	}
 	return resp.Bad, resp.CRCs, nil
+}
+
+// localFiles holds block files of datanodes on this machine, obtained from
+// the datanode over its Unix socket, for short-circuit reads and writes.
+// Reads use a read-only descriptor; the writable one is asked for only
+// when this client writes there (with a write ticket).
+type localFiles struct {
+	mu       sync.Mutex
+	files    map[string]*os.File // read-only, by identity
+	writable map[string]*os.File // read-write, by identity
+	failed   map[string]bool     // no short-circuit to this datanode
+}
+
+// Requests of the datanode's local protocol (internal/datanode/local.go).
+const (
+	localRead    = 'R'
+	localWrite   = 'W'
+	localRefused = '!'
+)
+
+// isLocal reports whether datanode n runs on this host with a socket.
+func (c *Client) isLocal(n wire.NodeInfo) bool {
+	return !c.cfg.NoShortCircuit && n.Socket != "" && n.Host == c.host
+}
+
+// localFile returns a read-only descriptor of the block file of datanode n
+// if it runs on this host.
+func (c *Client) localFile(n wire.NodeInfo) *os.File {
+	if !c.isLocal(n) {
+		return nil
+	}
+	lf := &c.local
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if f := lf.files[n.Identity]; f != nil {
+		return f
+	}
+	if lf.failed[n.Identity] {
+		return nil
+	}
+	f, err := fetchFD(n.Socket, n.Identity, []byte{localRead})
+	if err != nil {
+		lf.fail(n.Identity)
+		return nil
+	}
+	if lf.files == nil {
+		lf.files = map[string]*os.File{}
+	}
+	lf.files[n.Identity] = f
+	return f
+}
+
+// localWriteFile returns a writable descriptor of the block file of
+// datanode n if it runs on this host; the datanode hands it out only
+// against a write ticket (here: for block) on it. Without one (nil), or if
+// the datanode refuses, the client writes over the socket.
+func (c *Client) localWriteFile(n wire.NodeInfo, block uint64, ticket []byte) *os.File {
+	if !c.isLocal(n) || len(ticket) > 0xffff {
+		return nil
+	}
+	lf := &c.local
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if f := lf.writable[n.Identity]; f != nil {
+		return f
+	}
+	if lf.failed[n.Identity] {
+		return nil
+	}
+	req := []byte{localWrite}
+	req = binary.LittleEndian.AppendUint64(req, block)
+	req = binary.LittleEndian.AppendUint16(req, uint16(len(ticket)))
+	f, err := fetchFD(n.Socket, n.Identity, append(req, ticket...))
+	if err != nil {
+		// A refused ticket may be fresher next time; an unreachable
+		// socket is not retried.
+		if !errors.Is(err, errLocalRefused) {
+			lf.fail(n.Identity)
+		}
+		return nil
+	}
+	if lf.writable == nil {
+		lf.writable = map[string]*os.File{}
+	}
+	lf.writable[n.Identity] = f
+	return f
+}
+
+var errLocalRefused = errors.New("datanode refused the descriptor")
+
+func (lf *localFiles) fail(identity string) {
+	if lf.failed == nil {
+		lf.failed = map[string]bool{}
+	}
+	lf.failed[identity] = true
+}
+
+// fetchFD sends req on the datanode's socket and receives the block file's
+// descriptor.
+func fetchFD(sock, identity string, req []byte) (*os.File, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(req); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 512)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, err
+	}
+	if oobn == 0 {
+		if n > 0 && buf[0] == localRefused {
+			return nil, fmt.Errorf("%w: %s: %s", errLocalRefused, sock, buf[1:n])
+		}
+		return nil, fmt.Errorf("no descriptor from %s", sock)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("no descriptor from %s", sock)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("no descriptor from %s", sock)
+	}
+	f := os.NewFile(uintptr(fds[0]), sock)
+	if string(buf[:n]) != identity {
+		f.Close()
+		return nil, fmt.Errorf("%s serves volume %s, expected %s", sock, buf[:n], identity)
+	}
+	return f, nil
+}
+
+func (lf *localFiles) close() {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	for _, f := range lf.files {
+		f.Close()
+	}
+	for _, f := range lf.writable {
+		f.Close()
+	}
+	lf.files, lf.writable = nil, nil
 }

@@ -79,7 +79,7 @@ func ExampleClient_Txn() {
 			return err
 		}
 		io.Copy(os.Stdout, f)
-		fi, _ := tx.Stat(ctx, f.Ino())
+		fi, _ := tx.StatInode(ctx, f.Ino())
 		fmt.Println(fi.Size, "bytes,", fi.Rep, "replicas")
 		return nil
 	})
@@ -103,8 +103,8 @@ func ExampleErrConflict() {
 	ctx := context.Background()
 	c := connect()
 	defer c.Close()
-	a, _ := c.Begin(ctx)
-	b, _ := c.Begin(ctx)
+	a := c.Begin()
+	b := c.Begin()
 	_, err1 := a.Mkdir(ctx, "/examples-conflict", 0)
 	_, err2 := b.Mkdir(ctx, "/examples-conflict", 0)
 	fmt.Println(err1, errors.Is(err2, client.ErrConflict))
@@ -118,7 +118,7 @@ func ExampleFile_WriteAt() {
 	ctx := context.Background()
 	c := connect()
 	defer c.Close()
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	f, _ := tx.CreateFile(ctx, "/examples/random", client.CreateOptions{})
 	f.WriteAt([]byte("world"), 6)
 	f.WriteAt([]byte("hello,"), 0)
@@ -131,15 +131,12 @@ func ExampleFile_WriteAt() {
 	// <nil>
 }
 
-// The client configuration file uses the original Plasma syntax.
-func ExampleParseConfigFile() {
-	entries, err := client.ParseConfigFile(`plasmafs {
-	  cluster {
-	    clustername = "c1"; security = "privacy"; credential = "/home/me/me.pem";
-	    node { addr = "10.0.0.1:2730" }; node { addr = "10.0.0.2:2730" };
-	  };
-	}`)
-	e := entries[0]
-	fmt.Println(e.Name, e.Namenodes, e.Security, e.Credential, err)
-	// Output: c1 [10.0.0.1:2730 10.0.0.2:2730] privacy /home/me/me.pem <nil>
+// LoadConfig finds the cluster the way the plasma command does: here
+// from $PLASMAFS_NAMENODES, else ~/.plasmafs ($PLASMAFS_CONFIG).
+func ExampleLoadConfig() {
+	os.Setenv("PLASMAFS_NAMENODES", "10.0.0.1:2730,10.0.0.2:2730")
+	defer os.Unsetenv("PLASMAFS_NAMENODES")
+	cfg, err := client.LoadConfig("", nil)
+	fmt.Println(cfg.Namenodes, cfg.Source, err)
+	// Output: [10.0.0.1:2730 10.0.0.2:2730] $PLASMAFS_NAMENODES <nil>
 }

@@ -38,7 +38,7 @@ const fsckVerifiers = 4
 // limited.
 func (c *Client) Fsck(ctx context.Context) (FsckReport, error) {
 	// In a transaction, so the namenode hands out read tickets.
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	var rep FsckReport
 	token := uint64(0)

@@ -27,7 +27,7 @@ func TestTxnDirLinkCount(t *testing.T) {
 		}
 		return fi.Nlink
 	}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	for _, d := range []string{x, x + "/a", x + "/b", x + "/c"} {
 		if _, err := tx.Mkdir(ctx, d, 0o755); err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestTxnDirLinkCount(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tx2, _ := c.Begin(ctx)
+	tx2 := c.Begin()
 	defer tx2.Abort(ctx)
 	if _, err := tx2.Mkdir(ctx, x+"/d", 0o755); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestTxnDirLinkCount(t *testing.T) {
 	if got := nlink(tx2, x); got != 4 {
 		t.Fatalf("committed 3 plus a mkdir in the transaction: %d, want 4", got)
 	}
-	otx, _ := other.Begin(ctx)
+	otx := other.Begin()
 	defer otx.Abort(ctx)
 	if got := nlink(otx, x); got != 3 {
 		t.Fatalf("another client sees %d before the commit, want the committed 3", got)

@@ -28,7 +28,7 @@ func TestParallelReadAt(t *testing.T) {
 	if _, err := c.CopyIn(ctx, bytes.NewReader(data), name, client.CopyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, name)
 	if err != nil {

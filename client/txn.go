@@ -14,6 +14,13 @@ import (
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
+// Protocol limits: names, paths and replication beyond them are refused.
+const (
+	MaxNameLen     = wire.MaxName    // bytes in one path component
+	MaxPathLen     = wire.MaxPath    // bytes in a whole path
+	MaxReplication = wire.MaxReplica // replicas of a file's blocks
+)
+
 // FileType tells files, directories and symbolic links apart.
 type FileType uint8
 
@@ -123,7 +130,7 @@ type Txn struct {
 	gen   uint64 // namenode connection generation of the first request
 	used  bool
 	ended bool
-	auto  bool // Client.Auto: the first request commits (compound)
+	auto  bool // clientx.Auto: the first request commits (compound)
 	async bool // commit acknowledged once applied (Async)
 	// begun is closed once the request that begins the transaction on the
 	// namenode has been answered; a request racing it (a file's
@@ -132,19 +139,8 @@ type Txn struct {
 	mu    sync.Mutex
 	files []*File
 	nodes map[string]bool // datanode addresses written to (synced before commit)
-	// owner, group: set by CreateAs.
+	// owner, group: whom the *At calls create for (clientx.CreateAs).
 	owner, group string
-}
-
-// CreateAs makes the files, directories, links and special files this
-// transaction creates (the *At calls) belong to user and group instead of
-// the client's identity, and returns tx. The namenode honours it only for
-// a superuser: a gateway such as the FUSE mount, creating for the local
-// user whose permissions the kernel has checked. For anyone else the
-// owner stays the caller. Empty names keep the default.
-func (tx *Txn) CreateAs(user, group string) *Txn {
-	tx.owner, tx.group = user, group
-	return tx
 }
 
 // createReq fills in the owner of a create request.
@@ -231,6 +227,31 @@ func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error
 	return r, tx.autoResult(q, withReqID(tx.c.noteResponse(r), q.ReqID))
 }
 
+// autoFlags marks an Auto transaction's request as compound.
+func (tx *Txn) autoFlags(q *wire.Request) {
+	if !tx.auto || q.Op == wire.OpCommit || q.Op == wire.OpAbort {
+		return
+	}
+	q.Flags |= wire.FlagCommit
+	if tx.async {
+		q.Flags |= wire.FlagAsync
+	}
+}
+
+// autoResult ends an Auto transaction after its request and says honestly
+// what happened to a compound request whose answer was lost.
+func (tx *Txn) autoResult(q *wire.Request, err error) error {
+	if !tx.auto || q.Flags&wire.FlagCommit == 0 {
+		return err
+	}
+	tx.ended = true
+	var nerr *Error
+	if err == nil || errors.As(err, &nerr) || errors.Is(err, rpc.ErrNotSent) || errors.Is(err, ErrTxn) {
+		return err
+	}
+	return fmt.Errorf("%s in transaction %d: %w: %v", q.Op, tx.id, ErrCommitUnknown, err)
+}
+
 // readOnly reports whether op changes nothing on the namenode.
 func readOnly(op wire.Op) bool {
 	switch op {
@@ -255,10 +276,9 @@ func ConnLost(err error) bool {
 		errors.Is(err, ErrConnLost) || errors.Is(err, ErrCommitUnknown)
 }
 
-// Lost reports whether the transaction was begun on a namenode connection
-// that has broken or been replaced since: the namenode has aborted it, and
-// its requests fail (reads of data already at hand may still succeed).
-func (tx *Txn) Lost() bool {
+// lost reports whether the transaction was begun on a namenode connection
+// that has broken or been replaced since (clientx.Lost).
+func (tx *Txn) lost() bool {
 	tx.mu.Lock()
 	used, gen := tx.used, tx.gen
 	tx.mu.Unlock()
@@ -286,7 +306,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	// round trip less for a transaction that wrote.
 	var attach []*wire.Request
 	for _, f := range tx.openFiles() {
-		q, err := f.flushData(ctx)
+		q, err := f.w.commitData(ctx)
 		if err != nil {
 			tx.Abort(ctx)
 			return err
@@ -360,6 +380,17 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	}
 }
 
+// CommitAsync commits like Commit but is acknowledged once the change is
+// applied: visible to every client at once and safe from a namenode
+// process crash, durable within the namenode's window (-sync-interval,
+// -sync-commits) or at the next durable commit or Client.Sync, whichever
+// comes first. After a power cut what survives is a prefix of the commit
+// order.
+func (tx *Txn) CommitAsync(ctx context.Context) error {
+	tx.async = true
+	return tx.Commit(ctx)
+}
+
 // openFiles returns the files open in tx.
 func (tx *Txn) openFiles() []*File {
 	tx.mu.Lock()
@@ -403,8 +434,8 @@ func (tx *Txn) Lstat(ctx context.Context, path string) (FileInfo, error) {
 	return tx.attrCall(ctx, &wire.Request{Op: wire.OpLookup, Path: path, Flags: wire.FlagNoFollow})
 }
 
-// Stat returns the attributes of inode ino.
-func (tx *Txn) Stat(ctx context.Context, ino uint64) (FileInfo, error) {
+// StatInode returns the attributes of inode ino.
+func (tx *Txn) StatInode(ctx context.Context, ino uint64) (FileInfo, error) {
 	return tx.attrCall(ctx, &wire.Request{Op: wire.OpStat, Ino: ino})
 }
 
@@ -417,8 +448,8 @@ type CreateOptions struct {
 // Create creates a new, empty regular file; it fails with ErrExists if the
 // name is taken.
 func (tx *Txn) Create(ctx context.Context, path string, opt CreateOptions) (FileInfo, error) {
-	if opt.Rep < 0 || opt.Rep > wire.MaxReplica {
-		return FileInfo{}, fmt.Errorf("%s: %w: replication %d (1..%d)", path, ErrInvalid, opt.Rep, wire.MaxReplica)
+	if opt.Rep < 0 || opt.Rep > MaxReplication {
+		return FileInfo{}, fmt.Errorf("%s: %w: replication %d (1..%d)", path, ErrInvalid, opt.Rep, MaxReplication)
 	}
 	return tx.attrCall(ctx, &wire.Request{Op: wire.OpCreate, Path: path, Type: wire.TypeFile, Mode: UnixBits(opt.Mode),
 		Rep: uint8(opt.Rep), User: tx.c.cfg.User, Group: tx.c.cfg.Group})
@@ -534,8 +565,8 @@ func (tx *Txn) SetAttr(ctx context.Context, ino uint64, s SetAttr) (FileInfo, er
 		q.Size = *s.Size
 	}
 	if s.Rep != nil {
-		if *s.Rep < 1 || *s.Rep > wire.MaxReplica {
-			return FileInfo{}, fmt.Errorf("%w: replication %d (1..%d)", ErrInvalid, *s.Rep, wire.MaxReplica)
+		if *s.Rep < 1 || *s.Rep > MaxReplication {
+			return FileInfo{}, fmt.Errorf("%w: replication %d (1..%d)", ErrInvalid, *s.Rep, MaxReplication)
 		}
 		q.Flags |= wire.FlagRep
 		q.Rep = uint8(*s.Rep)

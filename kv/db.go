@@ -102,7 +102,7 @@ func Create(ctx context.Context, c *client.Client, dir string, opt CreateOptions
 	if mode == 0 {
 		mode = 0o755
 	}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	if parent := path.Dir(path.Clean(dir)); parent != "/" && parent != "." {
 		if _, err := tx.MkdirAll(ctx, parent, 0o755); err != nil {
@@ -214,7 +214,7 @@ func lostConnection(ctx context.Context, err error) bool {
 
 func (db *DB) openSnapshotOnce(ctx context.Context) (*Snapshot, error) {
 	p := path.Join(db.path, dataName)
-	tx, _ := db.c.Begin(ctx)
+	tx := db.c.Begin()
 	// The file reads with a context of the snapshot's lifetime, not the
 	// caller's: the snapshot outlives the call that opened it.
 	fctx, cancel := context.WithCancel(context.Background())
@@ -238,7 +238,7 @@ func (db *DB) openSnapshotOnce(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	if db.bs == 0 {
-		fi, err := tx.Stat(ctx, f.Ino())
+		fi, err := tx.StatInode(ctx, f.Ino())
 		if err != nil {
 			end()
 			return nil, err

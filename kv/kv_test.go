@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/kv"
 )
@@ -750,7 +751,7 @@ func TestLookupsNeedNoNamenode(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Refresh(ctx)
-	before := c.NamenodeRequests()
+	before := clientx.NamenodeRequests(c)
 	for i := 0; i < 2000; i += 7 {
 		if _, err := db.Get([]byte(fmt.Sprintf("k%05d", i))); err != nil {
 			t.Fatal(err)
@@ -759,7 +760,7 @@ func TestLookupsNeedNoNamenode(t *testing.T) {
 	if n, err := db.Count(kv.Range{Prefix: []byte("k010")}); err != nil || n != 100 {
 		t.Fatalf("count %d %v", n, err)
 	}
-	if after := c.NamenodeRequests(); after != before {
+	if after := clientx.NamenodeRequests(c); after != before {
 		t.Fatalf("%d namenode requests for lookups", after-before)
 	}
 }

@@ -43,7 +43,7 @@ func (db *DB) Vacuum(ctx context.Context, opt VacuumOptions) (VacuumStats, error
 	}
 	defer snap.Release()
 	defer tx.Abort(ctx) // a no-op after Commit
-	fi, err := tx.Stat(ctx, snap.file)
+	fi, err := tx.StatInode(ctx, snap.file)
 	if err != nil {
 		return st, err
 	}

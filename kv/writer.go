@@ -97,7 +97,7 @@ func (db *DB) lock(ctx context.Context) (*client.Txn, *Snapshot, error) {
 	var fi client.FileInfo
 	var err error
 	for attempt := 0; ; attempt++ {
-		tx, _ = db.c.Begin(ctx)
+		tx = db.c.Begin()
 		fi, err = tx.Lookup(ctx, path.Join(db.path, lockName))
 		if err == nil {
 			break

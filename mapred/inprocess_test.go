@@ -56,7 +56,7 @@ func TestJobInProcess(t *testing.T) {
 	if rep.Retries != 1 || rep.Counters.Spills == 0 {
 		t.Fatalf("retries %d, spills %d", rep.Retries, rep.Counters.Spills)
 	}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	var got []string
 	for p := 0; p < 3; p++ {

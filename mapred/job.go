@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/mrexec"
 )
 
@@ -269,7 +270,7 @@ func runJob(ctx context.Context, c *client.Client, j Job, opt Options) (*Report,
 	ctx, kill := context.WithCancelCause(ctx)
 	defer kill(nil)
 	r := newJobRun(c, j, opt)
-	stats0, _ := c.NamenodeStats(ctx)
+	stats0, _ := clientx.NamenodeStats(ctx, c)
 	if err := r.checkDirs(ctx); err != nil {
 		return nil, err
 	}
@@ -401,7 +402,7 @@ func (r *jobRun) createDirs(ctx context.Context) error {
 // back with the error of a file it could not.
 func (r *jobRun) planMaps(ctx context.Context) ([]*taskState, error) {
 	j := r.j
-	ptx, _ := r.c.Begin(ctx)
+	ptx := r.c.Begin()
 	splits, bs, err := planSplits(ctx, ptx, j.Input, j.SplitSize, func(file string) bool {
 		f, _ := splitFormat(j, file)
 		return f.Kind == FormatLengthPrefixed
@@ -540,7 +541,7 @@ func (r *jobRun) commitOutput(ctx context.Context, reduces []*taskState) error {
 // and the failed attempts' stderr to the log directory; it does so also
 // for a job interrupted by the user (context.WithoutCancel), which
 // leaves its logs and no garbage.
-func (r *jobRun) finish(ctx context.Context, stats0 client.Stats, err error) (*Report, error) {
+func (r *jobRun) finish(ctx context.Context, stats0 clientx.Stats, err error) (*Report, error) {
 	rep, st := r.rep, r.st
 	rep.Wallclock = time.Since(r.start)
 	if r.busy > 0 {
@@ -566,7 +567,7 @@ func (r *jobRun) finish(ctx context.Context, stats0 client.Stats, err error) (*R
 		}
 	}
 	rep.JobCommits++ // the log commit below
-	if stats1, serr := r.c.NamenodeStats(cctx); serr == nil {
+	if stats1, serr := clientx.NamenodeStats(cctx, r.c); serr == nil {
 		rep.NamenodeCommits = stats1.Commits - stats0.Commits + 1
 	}
 	st.State, st.Phase, st.Error = rep.Status, "done", rep.Error

@@ -159,10 +159,7 @@ func ReadStatus(ctx context.Context, c *client.Client, logDir, id string) (*Stat
 	if strings.Contains(id, "/") || id == "" || id == "." || id == ".." {
 		return nil, fmt.Errorf("%q: not a job id", id)
 	}
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	return readStatus(ctx, tx, logDir, id)
 }
@@ -189,10 +186,7 @@ func readStatus(ctx context.Context, tx *client.Txn, logDir, id string) (*Status
 // ListJobs returns the status of every job in log directory logDir, the
 // latest started first.
 func ListJobs(ctx context.Context, c *client.Client, logDir string) ([]*Status, error) {
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	ents, err := tx.ReadDir(ctx, logDir)
 	if err != nil {

@@ -142,7 +142,7 @@ func fetchOutput(ctx context.Context, c *client.Client, from, to string) error {
 			os.RemoveAll(tmp)
 		}
 	}()
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	ents, err := tx.ReadDir(ctx, from)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/kv"
 	bolt "go.etcd.io/bbolt"
 )
@@ -160,17 +161,17 @@ func KV(ctx context.Context, c *client.Client, o KVOptions) (*Report, error) {
 	if err := writeStatic(static, o.Keys, o.ValueSize); err != nil {
 		return nil, err
 	}
-	before, err := c.NamenodeStats(ctx)
+	before, err := clientx.NamenodeStats(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	mine := c.NamenodeRequests()
+	mine := clientx.NamenodeRequests(c)
 	ours, oursMB, err := httpLoad(kv.NewServer(db, kv.ServerOptions{}), o)
 	if err != nil {
 		return nil, err
 	}
-	mine = c.NamenodeRequests() - mine
-	after, err := c.NamenodeStats(ctx)
+	mine = clientx.NamenodeRequests(c) - mine
+	after, err := clientx.NamenodeStats(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -586,7 +587,7 @@ func removeTree(ctx context.Context, c *client.Client, dir string) {
 
 // opDelta lists the namenode operations counted between two Stats
 // (without the stats request that took the second).
-func opDelta(a, b client.Stats) string {
+func opDelta(a, b clientx.Stats) string {
 	var out []string
 	for op, n := range b.PerOp {
 		d := n - a.PerOp[op]

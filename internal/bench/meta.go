@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	_ "modernc.org/sqlite" // the raw SQLite reference
 )
 
@@ -132,7 +133,7 @@ func Lookup(ctx context.Context, cfg client.Config, o LookupOptions) (*Report, e
 				return nil, err
 			}
 			rate, err := parallel(ctx, cfg, p, o.N, func(ctx context.Context, c *client.Client, tx *client.Txn) error {
-				_, err := tx.Stat(ctx, ino)
+				_, err := tx.StatInode(ctx, ino)
 				return err
 			})
 			if err != nil {
@@ -179,7 +180,7 @@ func parallel(ctx context.Context, cfg client.Config, p, n int, fn func(ctx cont
 		}
 		defer c.Close()
 		clients[i] = c
-		txns[i], _ = c.Begin(ctx)
+		txns[i] = c.Begin()
 		defer txns[i].Abort(ctx)
 	}
 	return rate(p, n, func(w int) error { return fn(ctx, clients[w], txns[w]) })
@@ -245,21 +246,21 @@ func Create(ctx context.Context, cfg client.Config, o CreateOptions) (*Report, e
 		dir := fmt.Sprintf("%s/p%d", base, p)
 		setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, dir, 0); return err })
 		var seq atomic.Int64
-		nn0, _ := setup.NamenodeStats(ctx)
+		nn0, _ := clientx.NamenodeStats(ctx, setup)
 		self0 := selfCPU()
-		d := client.Durable
+		d := clientx.Durable
 		if o.Mode == "async" {
-			d = client.Async
+			d = clientx.Async
 		}
 		rate, err := parallel(ctx, cfg, p, o.N, func(ctx context.Context, c *client.Client, _ *client.Txn) error {
 			// One compound request: create and commit in one round trip.
-			_, err := c.Auto(d).Create(ctx, fmt.Sprintf("%s/f%d", dir, seq.Add(1)), client.CreateOptions{})
+			_, err := clientx.Auto(c, d).Create(ctx, fmt.Sprintf("%s/f%d", dir, seq.Add(1)), client.CreateOptions{})
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
-		nn1, _ := setup.NamenodeStats(ctx)
+		nn1, _ := clientx.NamenodeStats(ctx, setup)
 		ops := float64(p * o.N)
 		nnCPU := float64((nn1.CPU - nn0.CPU).Microseconds()) / ops
 		clCPU := float64((selfCPU() - self0).Microseconds()) / ops

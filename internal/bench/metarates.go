@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // target is where metadata operations go: the native API or a local
@@ -31,12 +32,12 @@ type nativeTarget struct {
 	ctx  context.Context
 	c    *client.Client
 	root string
-	d    client.Durability
+	d    clientx.Durability
 	mu   sync.Mutex
 	inos map[string]uint64 // files this target created (utime by inode)
 }
 
-func newNative(ctx context.Context, cfg client.Config, root string, d client.Durability) (target, error) {
+func newNative(ctx context.Context, cfg client.Config, root string, d clientx.Durability) (target, error) {
 	c, err := client.New(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -52,11 +53,11 @@ func (t *nativeTarget) do(fn func(ctx context.Context, tx *client.Txn) error) er
 	return t.c.Txn(t.ctx, fn)
 }
 func (t *nativeTarget) Mkdir(p string) error {
-	_, err := t.c.Auto(t.d).Mkdir(t.ctx, t.p(p), 0)
+	_, err := clientx.Auto(t.c, t.d).Mkdir(t.ctx, t.p(p), 0)
 	return err
 }
 func (t *nativeTarget) Create(p string) error {
-	fi, err := t.c.Auto(t.d).Create(t.ctx, t.p(p), client.CreateOptions{})
+	fi, err := clientx.Auto(t.c, t.d).Create(t.ctx, t.p(p), client.CreateOptions{})
 	if err == nil {
 		t.mu.Lock()
 		t.inos[p] = fi.Ino
@@ -80,11 +81,11 @@ func (t *nativeTarget) Utime(p string) error {
 		ino = fi.Ino
 	}
 	now := time.Now()
-	_, err := t.c.Auto(t.d).SetAttr(t.ctx, ino, client.SetAttr{Mtime: &now})
+	_, err := clientx.Auto(t.c, t.d).SetAttr(t.ctx, ino, client.SetAttr{Mtime: &now})
 	return err
 }
-func (t *nativeTarget) Unlink(p string) error { return t.c.Auto(t.d).Unlink(t.ctx, t.p(p)) }
-func (t *nativeTarget) Rmdir(p string) error  { return t.c.Auto(t.d).Rmdir(t.ctx, t.p(p)) }
+func (t *nativeTarget) Unlink(p string) error { return clientx.Auto(t.c, t.d).Unlink(t.ctx, t.p(p)) }
+func (t *nativeTarget) Rmdir(p string) error  { return clientx.Auto(t.c, t.d).Rmdir(t.ctx, t.p(p)) }
 func (t *nativeTarget) Close() error          { return t.c.Close() }
 
 // localTarget works on a directory of the local filesystem.
@@ -109,11 +110,11 @@ func (t localTarget) Utime(p string) error {
 	return os.Chtimes(t.p(p), now, now)
 }
 
-func durability(async bool) client.Durability {
+func durability(async bool) clientx.Durability {
 	if async {
-		return client.Async
+		return clientx.Async
 	}
-	return client.Durable
+	return clientx.Durable
 }
 
 // MetaratesOptions configure metarates (seed 004).

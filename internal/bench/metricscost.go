@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // MetricsCostOptions configure the cost of metrics on create+commit.
@@ -55,9 +56,9 @@ func MetricsCost(ctx context.Context, o MetricsCostOptions) (*Report, error) {
 		defer nn.stop()
 		*s.nn = nn
 	}
-	d := client.Durable
+	d := clientx.Durable
 	if o.Mode == "async" {
-		d = client.Async
+		d = clientx.Async
 	}
 	var seq atomic.Int64
 	measure := func(nn *benchNamenode, p int) (float64, error) {
@@ -76,7 +77,7 @@ func MetricsCost(ctx context.Context, o MetricsCostOptions) (*Report, error) {
 		}
 		var files atomic.Int64
 		return parallel(ctx, nn.cfg, p, o.N, func(ctx context.Context, c *client.Client, _ *client.Txn) error {
-			_, err := c.Auto(d).Create(ctx, fmt.Sprintf("%s/f%d", dir, files.Add(1)), client.CreateOptions{})
+			_, err := clientx.Auto(c, d).Create(ctx, fmt.Sprintf("%s/f%d", dir, files.Add(1)), client.CreateOptions{})
 			return err
 		})
 	}

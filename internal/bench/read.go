@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // RandomOptions configure the random-read benchmark (seed 000 test 3,
@@ -27,13 +28,13 @@ type RandomOptions struct {
 // reference reads the same pattern from a local copy of the file.
 func Random(ctx context.Context, c *client.Client, o RandomOptions) (*Report, error) {
 	rep := &Report{Bench: "random", Started: time.Now(), Params: fmt.Sprintf("n=%d file=%s", o.N, o.File)}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, o.File)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := tx.Stat(ctx, f.Ino())
+	fi, err := tx.StatInode(ctx, f.Ino())
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func Random(ctx context.Context, c *client.Client, o RandomOptions) (*Report, er
 				continue
 			}
 		}
-		before := c.NamenodeRequests()
+		before := clientx.NamenodeRequests(c)
 		d, err := timeIt(func() error {
 			for _, b := range order {
 				if _, err := f.ReadAt(buf, b*bs); err != nil && err != io.EOF {
@@ -86,7 +87,7 @@ func Random(ctx context.Context, c *client.Client, o RandomOptions) (*Report, er
 		if err != nil {
 			return nil, err
 		}
-		nnReqs := c.NamenodeRequests() - before
+		nnReqs := clientx.NamenodeRequests(c) - before
 		if cold {
 			dropCaches()
 		}
@@ -129,7 +130,7 @@ func ParallelCat(ctx context.Context, cfg client.Config, file string, p int) (*R
 			return 0, err
 		}
 		defer c.Close()
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		defer tx.Abort(ctx)
 		f, err := tx.Open(ctx, file)
 		if err != nil {

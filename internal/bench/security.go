@@ -77,7 +77,7 @@ func Security(ctx context.Context, o SecurityOptions) (*Report, error) {
 	for round := 0; round < 3; round++ {
 		for _, s := range sides {
 			rate, err := parallel(ctx, s.cfg, 1, o.N, func(ctx context.Context, c *client.Client, tx *client.Txn) error {
-				_, err := tx.Stat(ctx, 1)
+				_, err := tx.StatInode(ctx, 1)
 				return err
 			})
 			if err != nil {

@@ -154,7 +154,7 @@ func putFile(ctx context.Context, c *client.Client, src, name string) error {
 }
 
 func getTo(ctx context.Context, c *client.Client, name string, w io.Writer) error {
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, name)
 	if err != nil {
@@ -174,7 +174,7 @@ func removeIfExists(ctx context.Context, c *client.Client, name string) {
 }
 
 func blockRuns(ctx context.Context, c *client.Client, name string) ([]client.Extent, error) {
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	fi, err := tx.Lookup(ctx, name)
 	if err != nil {

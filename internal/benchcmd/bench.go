@@ -16,6 +16,7 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/bench"
 	"github.com/plasmafs/plasma/internal/cli"
+	"github.com/plasmafs/plasma/internal/clientconf"
 )
 
 // prog is the program's name in messages.
@@ -403,7 +404,7 @@ func clusterConfigFile(path string) (client.Config, error) {
 	if err != nil {
 		return client.Config{}, err
 	}
-	es, err := client.ParseConfigFile(string(b))
+	es, err := clientconf.Parse(string(b))
 	if err != nil || len(es) == 0 {
 		return client.Config{}, fmt.Errorf("%s: no cluster (%v)", path, err)
 	}

@@ -277,7 +277,7 @@ func benchSort(ctx context.Context, c *client.Client, size int64, dir, localDir 
 	if err != nil {
 		return err
 	}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	fl, err := tx.Open(ctx, dir+"/out/part-00000")
 	if err != nil {
@@ -410,7 +410,7 @@ func genText(path string, size int64) error {
 // readParts reads the part files of a job's output and returns their
 // lines, sorted.
 func readParts(ctx context.Context, c *client.Client, dir string, parts int) ([]string, error) {
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	var lines []string
 	for p := 0; p < parts; p++ {

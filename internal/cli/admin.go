@@ -12,6 +12,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 func init() {
@@ -112,7 +113,7 @@ func adminStats(ctx context.Context, args []string) error {
 	f := newFlags("admin stats", "[-json]", "Show the namenode's request and commit counters, and how many additions to a\ndirectory waited for another client's lease on it (lease waits).", true)
 	out := newPrinter(f, "one JSON object: requests, commits, batches, syncs, cpu_seconds, lease_waits and per_op {operation: requests}")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
-		s, err := c.NamenodeStats(ctx)
+		s, err := clientx.NamenodeStats(ctx, c)
 		if err != nil {
 			return err
 		}

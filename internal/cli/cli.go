@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientconf"
 )
 
 type command struct {
@@ -352,5 +353,5 @@ func (f *flags) namenodeSource() string {
 	case os.Getenv("PLASMAFS_NAMENODES") != "":
 		return "$PLASMAFS_NAMENODES"
 	}
-	return client.ConfigFile()
+	return clientconf.Path()
 }

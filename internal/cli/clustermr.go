@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientconf"
 	"github.com/plasmafs/plasma/internal/supervisor"
 )
 
@@ -64,14 +64,14 @@ func startTaskServers(ctx context.Context, sv *supervisor.Supervisor, dnAddrs, a
 // client configuration names for cluster ("" for the file's first), if
 // any.
 func clusterTaskServers(cluster string) (servers []string, tokenFile string, err error) {
-	b, err := os.ReadFile(client.ConfigFile())
+	b, err := os.ReadFile(clientconf.Path())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, "", nil
 		}
 		return nil, "", err
 	}
-	es, err := client.ParseConfigFile(string(b))
+	es, err := clientconf.Parse(string(b))
 	if err != nil {
 		return nil, "", err
 	}

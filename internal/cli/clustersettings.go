@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientconf"
 )
 
 // clusterSettingsFile, in a cluster directory, records the settings the
@@ -62,7 +62,7 @@ func loadClusterSettings(dir string) (s clusterSettings, found bool, err error) 
 	if err != nil {
 		return s, false, nil // nothing recorded: a new cluster
 	}
-	es, err := client.ParseConfigFile(string(b))
+	es, err := clientconf.Parse(string(b))
 	if err != nil || len(es) != 1 || len(es[0].Namenodes) == 0 {
 		return s, false, nil
 	}
@@ -127,23 +127,23 @@ func keptAddrs(recorded []string, n int) ([]string, error) {
 // first (the default cluster), in place of the entry of the same name,
 // keeping the other clusters' entries. The file is written only if its content changes; changed
 // reports whether it did. A file that cannot be parsed is replaced.
-func updateClientConfig(path string, entry client.ClusterEntry) (changed bool, err error) {
+func updateClientConfig(path string, entry clientconf.Cluster) (changed bool, err error) {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	entries := []client.ClusterEntry{entry}
-	if es, perr := client.ParseConfigFile(string(old)); perr == nil && len(old) > 0 {
+	entries := []clientconf.Cluster{entry}
+	if es, perr := clientconf.Parse(string(old)); perr == nil && len(old) > 0 {
 		entries = withEntry(es, entry)
 	}
-	return writeIfChanged(path, old, client.FormatConfigFile(entries))
+	return writeIfChanged(path, old, clientconf.Format(entries))
 }
 
 // withEntry returns entries with entry first, in place of the one of the
 // same name: the cluster just started is the one clients use when they name
 // none.
-func withEntry(entries []client.ClusterEntry, entry client.ClusterEntry) []client.ClusterEntry {
-	out := []client.ClusterEntry{entry}
+func withEntry(entries []clientconf.Cluster, entry clientconf.Cluster) []clientconf.Cluster {
+	out := []clientconf.Cluster{entry}
 	for _, e := range entries {
 		if e.Name != entry.Name {
 			out = append(out, e)

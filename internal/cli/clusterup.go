@@ -14,6 +14,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientconf"
 	"github.com/plasmafs/plasma/internal/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -80,7 +81,7 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	f.BoolVar(&u.detach, "detach", false, "start in the background and return")
 	f.BoolVar(&u.relaxed, "relaxed", false, "relaxed commit mode (acknowledge before fsync)")
 	store := f.String("store", storeSQLite, "metadata store of a new cluster: sqlite, or postgres (a private PostgreSQL server,\nstarted with the cluster: initdb and pg_ctl of Debian's postgresql package)")
-	f.BoolVar(&u.writeCfg, "write-config", true, "write the client configuration ("+client.ConfigFile()+")")
+	f.BoolVar(&u.writeCfg, "write-config", true, "write the client configuration ("+clientconf.Path()+")")
 	f.StringVar(&u.sec, "security", "privacy", "namenode traffic security: none, auth, integrity or privacy")
 	f.StringVar(&u.dataSec, "data-security", "auth", "datanode traffic security: none, auth, integrity or privacy")
 	mountFlag := f.String("mount", "", "also mount the cluster with FUSE at this directory (root; created if missing)")
@@ -410,12 +411,12 @@ func (u *clusterUp) taskServerCredentials() ([]string, error) {
 // writeConfigs writes the cluster's client configuration (DIR/client.conf,
 // and with -write-config the user's) and records the settings.
 func (u *clusterUp) writeConfigs() error {
-	entry := client.ClusterEntry{Name: u.name, Namenodes: []string{u.nnAddr}, Security: u.sec, DataSecurity: u.dataSec, Credential: u.adminCred,
+	entry := clientconf.Cluster{Name: u.name, Namenodes: []string{u.nnAddr}, Security: u.sec, DataSecurity: u.dataSec, Credential: u.adminCred,
 		TaskServers: u.tsAddrs}
 	if _, err := updateClientConfig(filepath.Join(u.dir, "client.conf"), entry); err != nil {
 		return err
 	}
-	u.cfgPath = client.ConfigFile()
+	u.cfgPath = clientconf.Path()
 	if u.writeCfg {
 		var err error
 		if u.cfgChanged, err = updateClientConfig(u.cfgPath, entry); err != nil {

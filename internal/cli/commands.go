@@ -91,7 +91,7 @@ func withPaths(ctx context.Context, f *flags, args []string, fn func(tx *client.
 		if err != nil {
 			return err
 		}
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		defer tx.Abort(ctx)
 		return fn(tx, paths)
 	})

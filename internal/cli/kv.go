@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/wire"
 	"github.com/plasmafs/plasma/kv"
 )
 
@@ -71,7 +70,7 @@ func cmdKVCreate(ctx context.Context, args []string) error {
 	f := newKVFlags("create", "-db DIR [-max-key-length N] [-rep N]",
 		"Create a Plasma KV database: the directory DIR with its files (DIR/kv, the database, and\nDIR/lock, which the writer locks). Keys may be up to -max-key-length bytes long.")
 	maxKey := f.intRange("max-key-length", kv.DefaultMaxKeyLength, 1, kv.MaxKeyLengthLimit, "the key length limit in bytes")
-	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of the database file (0: cluster default)")
+	rep := f.intRange("rep", 0, 0, client.MaxReplication, "replication of the database file (0: cluster default)")
 	return f.run(ctx, args, func(c *client.Client) error {
 		if len(f.pos) != 0 {
 			return usagef("unexpected argument %q", f.pos[0])
@@ -326,7 +325,7 @@ func cmdKVIterate(ctx context.Context, args []string) error {
 func cmdKVVacuum(ctx context.Context, args []string) error {
 	f := newKVFlags("vacuum", "-db DIR [-rep N]",
 		"Rewrite the database compactly into a new file that replaces the old one atomically,\nreclaiming the space of replaced and deleted values. It counts as the writer; readers are\nnever blocked (they keep reading the old file until they refresh).")
-	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of the new file (0: keep)")
+	rep := f.intRange("rep", 0, 0, client.MaxReplication, "replication of the new file (0: keep)")
 	return f.run(ctx, args, func(c *client.Client) error {
 		if len(f.pos) != 0 {
 			return usagef("unexpected argument %q", f.pos[0])

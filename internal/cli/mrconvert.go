@@ -8,7 +8,6 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/mrexec"
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 // plasma mr convert: the original's plasma_convert.
@@ -25,7 +24,7 @@ length, then the record), one ending in .fixed<n> records of n bytes each (e.g.
 A record the target cannot hold (a line of the wrong length for .fixed<n>, a record
 holding a newline for text) stops the conversion with its number; nothing is left
 at TO. Paths are in PlasmaFS, or local with the prefix file::.`, true)
-	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of a PlasmaFS TO (0: cluster default)")
+	rep := f.intRange("rep", 0, 0, client.MaxReplication, "replication of a PlasmaFS TO (0: cluster default)")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
 		trees, err := splitTreeArgs(f.pos)
 		if err != nil {
@@ -81,7 +80,7 @@ func openTree(ctx context.Context, c *client.Client, a treeArg) (io.Reader, func
 		}
 		return lf, func() { lf.Close() }, nil
 	}
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	src, err := tx.Open(ctx, a.path)
 	if err != nil {
 		tx.Abort(ctx)

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 func cmdMkdir(ctx context.Context, args []string) error {
@@ -44,7 +43,7 @@ func cmdMkdir(ctx context.Context, args []string) error {
 
 func cmdCreate(ctx context.Context, args []string) error {
 	f := newFlags("create", "[-rep N] /path...", "Create new, empty files (they must not exist).", true)
-	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
+	rep := f.intRange("rep", 0, 0, client.MaxReplication, "replication (0: cluster default)")
 	return withClient(ctx, f, args, 1, -1, func(c *client.Client) error {
 		return c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
 			for _, p := range f.pos {
@@ -128,7 +127,7 @@ func cmdLn(ctx context.Context, args []string) error {
 
 func cmdCp(ctx context.Context, args []string) error {
 	f := newFlags("cp", "[-rep N] [file::|plasma::]FROM [file::|plasma::]TO", "Copy a file within PlasmaFS (the copy is new; TO must not exist; if TO is a\ndirectory, the copy goes into it), or between PlasmaFS and local files: a path\nprefixed file:: is local (file::/tmp/x), one prefixed plasma:: or not at all is in\nPlasmaFS. A local destination is replaced whole or not at all.", true)
-	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication of the copy (0: same as the source)")
+	rep := f.intRange("rep", 0, 0, client.MaxReplication, "replication of the copy (0: same as the source)")
 	var quiet bool
 	f.BoolVar(&quiet, "q", false, "no progress bar")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
@@ -140,7 +139,7 @@ func cmdCp(ctx context.Context, args []string) error {
 			return copyAcross(ctx, c, trees[0], trees[1], *rep, quiet)
 		}
 		f.pos[0], f.pos[1] = trees[0].path, trees[1].path
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		defer tx.Abort(ctx)
 		src, err := tx.Open(ctx, f.pos[0])
 		if errors.Is(err, client.ErrNotFound) && localExists(f.pos[0]) {
@@ -155,7 +154,7 @@ func cmdCp(ctx context.Context, args []string) error {
 		}
 		r := *rep
 		if r == 0 {
-			fi, err := tx.Stat(ctx, src.Ino())
+			fi, err := tx.StatInode(ctx, src.Ino())
 			if err != nil {
 				return err
 			}

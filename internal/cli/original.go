@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 func init() {
@@ -59,7 +60,7 @@ block size, default replication, datanodes.`, true)
 			return err
 		}
 		v := jsonParams{Cluster: cfg.Cluster, NamenodeCluster: s.NamenodeCluster, ConfigSource: cfg.Source, Namenodes: cfg.Namenodes,
-			Namenode: c.NamenodeAddr(), User: cfg.User, Group: cfg.Group, Credential: cfg.CredentialFile,
+			Namenode: clientx.NamenodeAddr(c), User: cfg.User, Group: cfg.Group, Credential: cfg.CredentialFile,
 			Security: cfg.Security, NamenodeSecurity: s.NamenodeLevel, DataSecurity: cfg.DataSecurity,
 			Blocksize: s.Blocksize, Replication: s.DefaultRep, Datanodes: s.Datanodes, LiveDatanodes: s.LiveDatanodes,
 			ShortCircuit: !cfg.NoShortCircuit, TaskServers: taskServersOf(cfg)}
@@ -213,7 +214,7 @@ func splitTreeArgs(args []string) ([]treeArg, error) {
 // temporary name and renamed, as by get.
 func copyAcross(ctx context.Context, c *client.Client, from, to treeArg, rep int, quiet bool) error {
 	if !from.local {
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		defer tx.Abort(ctx)
 		src, err := tx.Open(ctx, from.path)
 		if err != nil {

@@ -14,12 +14,11 @@ import (
 	"path/filepath"
 
 	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 func cmdPut(ctx context.Context, args []string) error {
 	f := newFlags("put", "[-rep N] [-r] LOCALFILE|-stdin /path", "Copy a local file into PlasmaFS. The file must not exist yet; if /path is a directory,\nthe file is put into it under its local name. With -r, a local directory tree (into\n/path/NAME if /path is a directory, else as /path; one transaction per file).\nLong copies commit every -commit-every bytes, so no transaction grows without bound.", true)
-	rep := f.intRange("rep", 0, 0, wire.MaxReplica, "replication (0: cluster default)")
+	rep := f.intRange("rep", 0, 0, client.MaxReplication, "replication (0: cluster default)")
 	useStdin := f.Bool("stdin", false, "read the data from standard input")
 	var every int64 = 1 << 30
 	f.sizeRange(&every, "commit-every", 1<<20, 1<<50, "commit after this many bytes")
@@ -89,7 +88,7 @@ func cmdGet(ctx context.Context, args []string) error {
 	recursive := f.Bool("r", false, "copy a directory and everything under it")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
 		// A read-only transaction: nothing to commit, so no retries.
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		defer tx.Abort(ctx)
 		if fi, err := tx.Lstat(ctx, f.pos[0]); err == nil && fi.IsDir() && f.pos[1] != "-" {
 			if !*recursive {
@@ -117,7 +116,7 @@ func cmdGet(ctx context.Context, args []string) error {
 // directory (as cp puts a file into a directory), else dst. Without a name
 // (stdin), a directory is an error.
 func intoDir(ctx context.Context, c *client.Client, dst, name string, noName bool) (string, error) {
-	tx, _ := c.Begin(ctx)
+	tx := c.Begin()
 	defer tx.Abort(ctx)
 	fi, err := tx.Lookup(ctx, dst)
 	if err != nil || !fi.IsDir() {

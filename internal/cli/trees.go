@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/wire"
 )
 
 func init() {
@@ -35,7 +34,7 @@ with -s, one total per argument. -help (or --help) prints this help.`, true)
 		if err != nil {
 			return err
 		}
-		tx, _ := c.Begin(ctx)
+		tx := c.Begin()
 		defer tx.Abort(ctx)
 		line := func(size int64, p string) { fmt.Fprintf(stdout, "%s\t%s\n", sizeColumn(size, *human), escapeName(p)) }
 		for _, t := range targets {
@@ -133,7 +132,7 @@ every replica. -help (or --help) prints this help.`, true)
 }
 
 func cmdSetrep(ctx context.Context, args []string) error {
-	f := newFlags("setrep", "[-R] N /path|glob...", `Set the replication of files to N (1..`+strconv.Itoa(wire.MaxReplica)+`; at most the live datanodes), with -R
+	f := newFlags("setrep", "[-R] N /path|glob...", `Set the replication of files to N (1..`+strconv.Itoa(client.MaxReplication)+`; at most the live datanodes), with -R
 of every file under the directories named. Blocks written from now on get N replicas;
 the namenode copies the blocks the files already have to more datanodes (a larger N)
 or removes their extra replicas (a smaller N) in the background, at a bounded rate:
@@ -141,8 +140,8 @@ or removes their extra replicas (a smaller N) in the background, at a bounded ra
 	recursive := f.Bool("R", false, "also the files under directories, recursively")
 	return withClient(ctx, f, args, 2, -1, func(c *client.Client) error {
 		n, err := strconv.Atoi(f.pos[0])
-		if err != nil || n < 1 || n > wire.MaxReplica {
-			return usagef("replication %q: must be 1..%d", f.pos[0], wire.MaxReplica)
+		if err != nil || n < 1 || n > client.MaxReplication {
+			return usagef("replication %q: must be 1..%d", f.pos[0], client.MaxReplication)
 		}
 		paths, err := expand(ctx, c, f.pos[1:])
 		if err != nil {

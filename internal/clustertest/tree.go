@@ -16,10 +16,7 @@ import (
 func Tree(t TB, cl *client.Client) string {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := cl.Begin(ctx)
-	if err != nil {
-		t.Fatalf("begin: %v", err)
-	}
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	var b strings.Builder
 	var walk func(path string)

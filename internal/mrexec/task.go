@@ -200,7 +200,7 @@ type exec1 struct {
 
 func (e *exec1) scratchFile(ctx context.Context) (io.ReaderAt, io.Writer, func() error, error) {
 	if e.scratch == nil {
-		e.scratch, _ = e.c.Begin(ctx)
+		e.scratch = e.c.Begin()
 	}
 	e.nscratch++
 	f, err := e.scratch.CreateFile(ctx, fmt.Sprintf("%s/tmp/%s.%d", e.t.Dir, e.t.AttemptName(), e.nscratch), client.CreateOptions{Rep: 1, Mode: 0o600})
@@ -456,7 +456,7 @@ func (e *exec1) feedLines(in io.ReaderAt, size int64, w io.Writer, readBuf int) 
 func (e *exec1) runMap(ctx context.Context) error {
 	t := e.t
 	defer e.endScratch(ctx)
-	rtx, _ := e.c.Begin(ctx)
+	rtx := e.c.Begin()
 	defer rtx.Abort(context.WithoutCancel(ctx))
 	in, err := rtx.Open(ctx, t.Input)
 	if err != nil {
@@ -559,7 +559,7 @@ func (e *exec1) runMap(ctx context.Context) error {
 		return fmt.Errorf("reading %s: %w", t.Input, ferr)
 	}
 
-	wtx, _ := e.c.Begin(ctx)
+	wtx := e.c.Begin()
 	defer wtx.Abort(context.WithoutCancel(ctx))
 	name := t.Dir + "/" + t.AttemptName()
 	out, err := wtx.CreateFile(ctx, name, client.CreateOptions{Rep: t.Rep, Mode: 0o600})
@@ -608,7 +608,7 @@ func (e *exec1) runMap(ctx context.Context) error {
 func (e *exec1) runReduce(ctx context.Context) error {
 	t := e.t
 	defer e.endScratch(ctx)
-	rtx, _ := e.c.Begin(ctx)
+	rtx := e.c.Begin()
 	defer rtx.Abort(context.WithoutCancel(ctx))
 	readBuf, fanIn := mergeBudget(t.SortBuffer)
 	var runs []run
@@ -639,7 +639,7 @@ func (e *exec1) runReduce(ctx context.Context) error {
 		return err
 	}
 
-	wtx, _ := e.c.Begin(ctx)
+	wtx := e.c.Begin()
 	defer wtx.Abort(context.WithoutCancel(ctx))
 	name := t.Dir + "/" + t.AttemptName()
 	out, err := wtx.CreateFile(ctx, name, client.CreateOptions{Rep: t.Rep, Mode: 0o644})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/commitlog"
 	"github.com/plasmafs/plasma/internal/datanode"
@@ -336,10 +337,10 @@ func writeGoldenNamespace(t *testing.T, cl *client.Client) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.MknodAt(ctx, d.Ino, "p", client.TypeFIFO, 0o600, 0); err != nil {
+		if _, err := clientx.At(tx).MknodAt(ctx, d.Ino, "p", client.TypeFIFO, 0o600, 0); err != nil {
 			return err
 		}
-		_, err = tx.MknodAt(ctx, d.Ino, "null", client.TypeCharDevice, 0o666, 259)
+		_, err = clientx.At(tx).MknodAt(ctx, d.Ino, "null", client.TypeCharDevice, 0o666, 259)
 		return err
 	})
 	step("setattr", func(tx *client.Txn) error {
@@ -376,7 +377,7 @@ func writeGoldenNamespace(t *testing.T, cl *client.Client) {
 		}
 		return nil
 	})
-	if _, err := cl.Auto(client.Async).Mkdir(ctx, "/async", 0o755); err != nil {
+	if _, err := clientx.Auto(cl, clientx.Async).Mkdir(ctx, "/async", 0o755); err != nil {
 		t.Fatalf("async commit: %v", err)
 	}
 	if err := cl.Sync(ctx); err != nil {

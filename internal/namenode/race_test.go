@@ -295,7 +295,7 @@ func (h *hammer) op(ctx context.Context, tx *client.Txn) (string, error) {
 }
 
 func (h *hammer) txn(ctx context.Context) {
-	tx, _ := h.cl.Begin(ctx)
+	tx := h.cl.Begin()
 	n := 1 + h.r.IntN(4)
 	for i := 0; i < n; i++ {
 		what, err := h.op(ctx, tx)
@@ -345,7 +345,7 @@ func orphans(ctx context.Context, t *testing.T, reader, unlinker *client.Client,
 			t.Errorf("copy in %s: %v", p, err)
 			return
 		}
-		rtx, _ := reader.Begin(ctx)
+		rtx := reader.Begin()
 		f, err := rtx.Open(ctx, p)
 		if err != nil {
 			t.Errorf("open %s: %v", p, err)
@@ -545,7 +545,7 @@ func dropReplicas(ctx context.Context, t *testing.T, nn *rpc.Conn, cl *client.Cl
 // dropped: one replica each, none on victim, content intact (unless a
 // hammerer removed or changed it since).
 func checkDropped(ctx context.Context, t *testing.T, cl *client.Client, ino uint64, p string, data []byte, victim string) {
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.OpenInode(ctx, ino)
 	if errors.Is(err, client.ErrNotFound) {
@@ -555,7 +555,7 @@ func checkDropped(ctx context.Context, t *testing.T, cl *client.Client, ino uint
 		t.Errorf("open %s: %v", p, err)
 		return
 	}
-	fi, err := tx.Stat(ctx, ino)
+	fi, err := tx.StatInode(ctx, ino)
 	if err != nil || fi.Seq > 1 || fi.Size != int64(len(data)) {
 		return // changed by a hammerer since
 	}
@@ -603,7 +603,7 @@ func dataCall(addr string, q *wire.DataReq, data []byte) error {
 // referencedBlocks counts the block replicas of every file reachable from
 // the root (each inode once).
 func referencedBlocks(ctx context.Context, cl *client.Client) (uint64, error) {
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	seen := map[uint64]bool{}
 	var total uint64

@@ -10,7 +10,7 @@
 //
 // Namespace and attribute operations (lookup, mkdir, create, unlink,
 // rename, link, symlink, setattr, readdir pages) run in a transaction that
-// commits with its one request (client.Auto): one round trip each. They
+// commits with its one request (clientx.Auto): one round trip each. They
 // commit Async by default (visible to every client at once, durable within
 // the namenode's window or at the next Sync), Durable with Options.Sync.
 // An operation that meets another transaction's lock is tried again with

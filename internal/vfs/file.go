@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // fileState is what this mount holds of one open regular file, shared by
@@ -121,10 +122,7 @@ func (st *fileState) open() error {
 	if st.lostErr != nil {
 		return st.lostErr
 	}
-	tx, err := st.v.c.Begin(st.v.bg)
-	if err != nil {
-		return err
-	}
+	tx := st.v.c.Begin()
 	f, err := tx.OpenInode(st.v.bg, st.ino)
 	if err != nil {
 		tx.Abort(context.Background())
@@ -192,7 +190,7 @@ func (st *fileState) lost(tx *client.Txn, err error) bool {
 		// happened to the connection since.
 		return false
 	}
-	return tx != nil && tx.Lost()
+	return tx != nil && clientx.Lost(tx)
 }
 
 // run opens the file (see open) and runs fn on it. When the namenode loses
@@ -453,7 +451,7 @@ func (v *VFS) Create(ctx context.Context, dir uint64, name string, mode uint32, 
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = v.ownedBy(ctx, tx).CreateAt(ctx, dir, name, client.CreateOptions{Mode: client.UnixMode(mode & 0o7777), Rep: v.opt.Rep})
+		a, err = clientx.At(v.ownedBy(ctx, tx)).CreateAt(ctx, dir, name, client.CreateOptions{Mode: client.UnixMode(mode & 0o7777), Rep: v.opt.Rep})
 		return err
 	})
 	if errors.Is(err, client.ErrExists) {
@@ -726,7 +724,7 @@ func (v *VFS) ReadDir(ctx context.Context, fh uint64, pos int, plus bool) ([]cli
 		var page []client.DirEntry
 		var more bool
 		err := v.auto(ctx, func(tx *client.Txn) error {
-			page, more, err = tx.ReadDirPage(ctx, d.ino, after, DirPage, d.plus)
+			page, more, err = clientx.At(tx).ReadDirPage(ctx, d.ino, after, DirPage, d.plus)
 			return err
 		})
 		if err != nil {

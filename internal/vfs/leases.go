@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
-	"github.com/plasmafs/plasma/internal/wire"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // dirNames answers "no such name" for directories this mount holds a
@@ -29,7 +29,7 @@ type dirNames struct {
 }
 
 type leasedDir struct {
-	lease client.DirLease
+	lease clientx.DirLease
 	names map[string]struct{}
 	busy  bool // a lease request is on its way
 }
@@ -54,7 +54,7 @@ func newDirNames(c *client.Client) *dirNames {
 // lease when half of it has run. Only names the namenode would take are
 // answered here: for any other it has the right error (ENAMETOOLONG, say).
 func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
-	if name == "" || len(name) > wire.MaxName || strings.ContainsAny(name, "/\x00") {
+	if name == "" || len(name) > client.MaxNameLen || strings.ContainsAny(name, "/\x00") {
 		return false
 	}
 	d.mu.Lock()
@@ -63,7 +63,7 @@ func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
 		d.mu.Unlock()
 		return false
 	}
-	if !d.c.LeaseValid(ld.lease) {
+	if !clientx.LeaseValid(d.c, ld.lease) {
 		if !ld.busy {
 			delete(d.dirs, dir)
 		}
@@ -81,7 +81,7 @@ func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ld = d.dirs[dir]
-	if ld == nil || !d.c.LeaseValid(ld.lease) {
+	if ld == nil || !clientx.LeaseValid(d.c, ld.lease) {
 		return false
 	}
 	_, known := ld.names[name]
@@ -92,7 +92,7 @@ func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
 // time, a lease is asked for.
 func (d *dirNames) missed(ctx context.Context, dir uint64) {
 	d.mu.Lock()
-	if ld := d.dirs[dir]; ld != nil && (ld.busy || d.c.LeaseValid(ld.lease)) {
+	if ld := d.dirs[dir]; ld != nil && (ld.busy || clientx.LeaseValid(d.c, ld.lease)) {
 		d.mu.Unlock()
 		return
 	}
@@ -127,7 +127,7 @@ func (d *dirNames) missed(ctx context.Context, dir uint64) {
 // ran out (called with mu held when the tables are full).
 func (d *dirNames) sweepLocked() {
 	for dir, ld := range d.dirs {
-		if !ld.busy && !d.c.LeaseValid(ld.lease) {
+		if !ld.busy && !clientx.LeaseValid(d.c, ld.lease) {
 			delete(d.dirs, dir)
 		}
 	}
@@ -141,7 +141,7 @@ func (d *dirNames) sweepLocked() {
 
 // request asks for (or renews) the lease on dir; ld.busy is set.
 func (d *dirNames) request(ctx context.Context, dir uint64) {
-	l, ok, err := d.c.LeaseDir(ctx, dir)
+	l, ok, err := clientx.LeaseDir(ctx, d.c, dir)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ld := d.dirs[dir]
@@ -164,7 +164,7 @@ func (d *dirNames) request(ctx context.Context, dir uint64) {
 			ld.names[n] = struct{}{}
 		}
 		ld.lease = l
-	case d.c.LeaseValid(ld.lease):
+	case clientx.LeaseValid(d.c, ld.lease):
 		// A renewal continues the lease whose names we know.
 		ld.lease = l
 	default:

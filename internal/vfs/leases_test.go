@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 )
 
@@ -15,7 +15,7 @@ func TestDirNamesBounded(t *testing.T) {
 	ip := clustertest.StartInProcess(t, clustertest.Options{})
 	c := ip.Client(t)
 	ctx := context.Background()
-	d, err := c.Auto(client.Async).MkdirAt(ctx, RootIno, "d", 0o755)
+	d, err := clientx.At(clientx.Auto(c, clientx.Async)).MkdirAt(ctx, RootIno, "d", 0o755)
 	if err != nil {
 		t.Fatal(err)
 	}

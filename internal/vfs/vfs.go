@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // Options shape a VFS.
@@ -249,11 +250,11 @@ func (v *VFS) dropEntry(dir uint64, name string) {
 // ---- transactions
 
 // durability of metadata commits.
-func (v *VFS) durability() client.Durability {
+func (v *VFS) durability() clientx.Durability {
 	if v.opt.Sync {
-		return client.Durable
+		return clientx.Durable
 	}
-	return client.Async
+	return clientx.Async
 }
 
 // conflictRetries bounds how often a metadata operation that met another
@@ -267,12 +268,12 @@ const conflictRetries = 200
 const unreachableWait = 30 * time.Second
 
 // auto runs fn in a transaction that commits with its one request
-// (Client.Auto), again while it conflicts with another transaction, and
+// (clientx.Auto), again while it conflicts with another transaction, and
 // while the namenode connection is lost (see waitNamenode): a namenode
 // restart is waited out as an NFS hard mount would, not turned into
 // errors.
 func (v *VFS) auto(ctx context.Context, fn func(tx *client.Txn) error) error {
-	return v.waitNamenode(ctx, func() error { return fn(v.c.Auto(v.durability())) })
+	return v.waitNamenode(ctx, func() error { return fn(clientx.Auto(v.c, v.durability())) })
 }
 
 // waitNamenode runs fn, again while it fails with another transaction's
@@ -333,7 +334,7 @@ func (v *VFS) waitNamenode(ctx context.Context, fn func() error) error {
 // reconnected to lately (a restart) that does not know enough datanodes
 // yet: they register again within a few heartbeats.
 func (v *VFS) datanodesReturning(err error) bool {
-	return errors.Is(err, client.ErrUnavailable) && time.Since(v.c.ReconnectedAt()) < unreachableWait
+	return errors.Is(err, client.ErrUnavailable) && time.Since(clientx.ReconnectedAt(v.c)) < unreachableWait
 }
 
 // lostOutcomeError is an error of an attempt made after one whose outcome
@@ -374,7 +375,7 @@ func (v *VFS) GetAttr(ctx context.Context, ino uint64) (Attr, error) {
 		if !ok {
 			var err error
 			err = v.auto(ctx, func(tx *client.Txn) error {
-				a, err = tx.Stat(ctx, ino)
+				a, err = tx.StatInode(ctx, ino)
 				return err
 			})
 			if err != nil {
@@ -422,7 +423,7 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = tx.LookupAt(ctx, dir, name)
+		a, err = clientx.At(tx).LookupAt(ctx, dir, name)
 		return err
 	})
 	if errors.Is(err, client.ErrNotFound) {
@@ -463,7 +464,7 @@ func (v *VFS) PathOf(ctx context.Context, ino uint64) (string, error) {
 	var p string
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		p, err = tx.PathOf(ctx, ino)
+		p, err = clientx.At(tx).PathOf(ctx, ino)
 		return err
 	})
 	return p, err
@@ -619,7 +620,7 @@ func (v *VFS) ownedBy(ctx context.Context, tx *client.Txn) *client.Txn {
 	if !ok {
 		return tx
 	}
-	return tx.CreateAs(v.ids.UserName(c.UID), v.ids.GroupName(c.GID))
+	return clientx.CreateAs(tx, v.ids.UserName(c.UID), v.ids.GroupName(c.GID))
 }
 
 // ---- namespace
@@ -633,7 +634,7 @@ func (v *VFS) Mkdir(ctx context.Context, dir uint64, name string, mode uint32) (
 	var err error
 	m := mode & 0o7777
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = v.ownedBy(ctx, tx).MkdirAt(ctx, dir, name, client.UnixMode(m))
+		a, err = clientx.At(v.ownedBy(ctx, tx)).MkdirAt(ctx, dir, name, client.UnixMode(m))
 		return err
 	})
 	if errLostOutcome(err) {
@@ -670,7 +671,7 @@ func (v *VFS) madeAlready(ctx context.Context, dir uint64, name string, err erro
 	var a Attr
 	lerr := v.auto(ctx, func(tx *client.Txn) error {
 		var err error
-		a, err = tx.LookupAt(ctx, dir, name)
+		a, err = clientx.At(tx).LookupAt(ctx, dir, name)
 		return err
 	})
 	if lerr != nil || !made(a) {
@@ -695,7 +696,7 @@ func (v *VFS) Symlink(ctx context.Context, dir uint64, name, target string) (Att
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = v.ownedBy(ctx, tx).SymlinkAt(ctx, target, dir, name)
+		a, err = clientx.At(v.ownedBy(ctx, tx)).SymlinkAt(ctx, target, dir, name)
 		return err
 	})
 	if errLostOutcome(err) {
@@ -736,7 +737,7 @@ func (v *VFS) Mknod(ctx context.Context, dir uint64, name string, mode uint32, r
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = v.ownedBy(ctx, tx).MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
+		a, err = clientx.At(v.ownedBy(ctx, tx)).MknodAt(ctx, dir, name, typ, client.UnixMode(mode&0o7777), rdev)
 		return err
 	})
 	if errLostOutcome(err) {
@@ -772,7 +773,7 @@ func (v *VFS) Link(ctx context.Context, ino, dir uint64, name string) (Attr, err
 	var a Attr
 	var err error
 	err = v.auto(ctx, func(tx *client.Txn) error {
-		a, err = tx.LinkAt(ctx, ino, dir, name)
+		a, err = clientx.At(tx).LinkAt(ctx, ino, dir, name)
 		return err
 	})
 	if errLostOutcome(err) {
@@ -798,7 +799,7 @@ func (v *VFS) Unlink(ctx context.Context, dir uint64, name string) error {
 	if ino == 0 {
 		ino, _ = v.cachedEntry(dir, name)
 	}
-	err = v.auto(ctx, func(tx *client.Txn) error { return tx.UnlinkAt(ctx, dir, name) })
+	err = v.auto(ctx, func(tx *client.Txn) error { return clientx.At(tx).UnlinkAt(ctx, dir, name) })
 	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
 		err = nil // the attempt whose answer was lost removed it
 	}
@@ -819,7 +820,7 @@ func (v *VFS) Rmdir(ctx context.Context, dir uint64, name string) error {
 		return syscall.ENOTEMPTY
 	}
 	ino, _ := v.cachedEntry(dir, name)
-	err := v.auto(ctx, func(tx *client.Txn) error { return tx.RmdirAt(ctx, dir, name) })
+	err := v.auto(ctx, func(tx *client.Txn) error { return clientx.At(tx).RmdirAt(ctx, dir, name) })
 	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
 		err = nil // the attempt whose answer was lost removed it
 	}
@@ -858,7 +859,7 @@ func (v *VFS) Rename(ctx context.Context, sdir uint64, sname string, ddir uint64
 	// Whatever the outcome, dname may exist in ddir now.
 	v.names.note(ddir, dname)
 	err := v.auto(ctx, func(tx *client.Txn) error {
-		return tx.RenameAt(ctx, sdir, sname, ddir, dname, client.RenameOptions{NoReplace: flags&RenameNoReplace != 0})
+		return clientx.At(tx).RenameAt(ctx, sdir, sname, ddir, dname, clientx.RenameOptions{NoReplace: flags&RenameNoReplace != 0})
 	})
 	if errLostOutcome(err) && src != 0 {
 		// The attempt whose answer was lost may have moved it.

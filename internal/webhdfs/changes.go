@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // mkdirs creates the directory p and its missing parents for who (with
 // mode), as HDFS's mkdirs does, and returns the directory.
 func mkdirs(ctx context.Context, tx *client.Txn, who caller, p string, mode uint32) (client.FileInfo, error) {
-	cur, err := tx.Stat(ctx, rootIno)
+	cur, err := tx.StatInode(ctx, rootIno)
 	if err != nil {
 		return client.FileInfo{}, err
 	}
@@ -29,12 +30,12 @@ func mkdirs(ctx context.Context, tx *client.Txn, who caller, p string, mode uint
 		if err := need(who, cur, permSearch, here); err != nil {
 			return client.FileInfo{}, err
 		}
-		next, err := tx.LookupAt(ctx, cur.Ino, name)
+		next, err := clientx.At(tx).LookupAt(ctx, cur.Ino, name)
 		if errors.Is(err, client.ErrNotFound) {
 			if err := need(who, cur, permWrite|permSearch, here); err != nil {
 				return client.FileInfo{}, err
 			}
-			next, err = tx.MkdirAt(ctx, cur.Ino, name, client.UnixMode(mode))
+			next, err = clientx.At(tx).MkdirAt(ctx, cur.Ino, name, client.UnixMode(mode))
 			if err == nil && mode == 0 { // MkdirAt takes 0 for the default 0755
 				next, err = zeroMode(ctx, tx, next)
 			}
@@ -125,7 +126,7 @@ func (g *Gateway) rename(rq *request) error {
 		if err := need(rq.who, to.dir, permWrite|permSearch, path.Dir(to.path)); err != nil {
 			return err
 		}
-		if err := tx.RenameAt(ctx, src.dir.Ino, src.name, to.dir.Ino, to.name, client.RenameOptions{NoReplace: true}); err != nil {
+		if err := clientx.At(tx).RenameAt(ctx, src.dir.Ino, src.name, to.dir.Ino, to.name, clientx.RenameOptions{NoReplace: true}); err != nil {
 			return fmt.Errorf("rename %s to %s: %w", rq.path, to.path, err)
 		}
 		done = true
@@ -175,7 +176,7 @@ func (g *Gateway) delete(rq *request) error {
 // emptied, as HDFS asks, and the sticky bit).
 func removeEntry(ctx context.Context, tx *client.Txn, who caller, dir client.FileInfo, name string, fi client.FileInfo, p string, recursive bool) error {
 	if fi.Type != client.TypeDir {
-		return wrapPath(p, tx.UnlinkAt(ctx, dir.Ino, name))
+		return wrapPath(p, clientx.At(tx).UnlinkAt(ctx, dir.Ino, name))
 	}
 	if recursive {
 		if err := need(who, fi, permRead|permWrite|permSearch, p); err != nil {
@@ -192,7 +193,7 @@ func removeEntry(ctx context.Context, tx *client.Txn, who caller, dir client.Fil
 			return err
 		}
 	}
-	err := tx.RmdirAt(ctx, dir.Ino, name)
+	err := clientx.At(tx).RmdirAt(ctx, dir.Ino, name)
 	if errors.Is(err, client.ErrNotEmpty) {
 		return excNotEmpty.errorf("`%s is non empty': Directory is not empty", p)
 	}

@@ -22,7 +22,7 @@ const checksumBytesPerCRC = 512
 // same (and dfs.checksum.type is CRC32C), and always compares PlasmaFS
 // files with each other. The gateway reads the whole file to compute it.
 func (g *Gateway) fileChecksum(rq *request) error {
-	tx, _ := g.c.Begin(rq.ctx)
+	tx := g.c.Begin()
 	defer tx.Abort(context.Background())
 	f, err := openFile(rq.ctx, tx, rq, permRead)
 	if err != nil {
@@ -30,7 +30,7 @@ func (g *Gateway) fileChecksum(rq *request) error {
 	}
 	var bs int
 	err = func() error {
-		fi, err := tx.Stat(rq.ctx, f.Ino())
+		fi, err := tx.StatInode(rq.ctx, f.Ino())
 		bs = fi.Blocksize
 		return err
 	}()

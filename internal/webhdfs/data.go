@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // ---- OPEN
@@ -29,7 +30,7 @@ func (g *Gateway) open(rq *request) error {
 	if err != nil {
 		return err
 	}
-	tx, _ := g.c.Begin(rq.ctx)
+	tx := g.c.Begin()
 	defer tx.Abort(context.Background())
 	f, err := openFile(rq.ctx, tx, rq, permRead)
 	if err != nil {
@@ -220,11 +221,11 @@ func (g *Gateway) create(rq *request) error {
 			return nil, err
 		}
 		if old {
-			if err := tx.UnlinkAt(ctx, dir.Ino, l.name); err != nil {
+			if err := clientx.At(tx).UnlinkAt(ctx, dir.Ino, l.name); err != nil {
 				return nil, wrapPath(rq.path, err)
 			}
 		}
-		fi, err := tx.CreateAt(ctx, dir.Ino, l.name, client.CreateOptions{Mode: client.UnixMode(cp.mode), Rep: cp.rep})
+		fi, err := clientx.At(tx).CreateAt(ctx, dir.Ino, l.name, client.CreateOptions{Mode: client.UnixMode(cp.mode), Rep: cp.rep})
 		if err == nil && cp.mode == 0 {
 			fi, err = zeroMode(ctx, tx, fi)
 		}
@@ -300,19 +301,19 @@ const uploadFlushBlocks = 16
 // refusal, a client that disconnects or stalls, a body over the limit, a
 // datanode failure) aborts it: nothing of the upload remains.
 func (g *Gateway) upload(rq *request, status int, open func(ctx context.Context, tx *client.Txn) (*client.File, error)) error {
-	tx, _ := g.c.Begin(rq.ctx)
+	tx := g.c.Begin()
 	committed := false
 	defer func() {
 		if !committed {
 			tx.Abort(context.Background())
 		}
 	}()
-	tx.CreateAs(rq.who.user, rq.who.group())
+	clientx.CreateAs(tx, rq.who.user, rq.who.group())
 	f, err := open(rq.ctx, tx)
 	if err != nil {
 		return err
 	}
-	f.FlushBlocks = uploadFlushBlocks
+	clientx.SetFlushBlocks(f, uploadFlushBlocks)
 	var body io.Reader = &deadlineReader{r: rq.r.Body, rc: http.NewResponseController(rq.w), idle: g.opt.IdleTimeout}
 	if g.opt.MaxUpload > 0 {
 		body = io.LimitReader(body, g.opt.MaxUpload+1)
@@ -399,7 +400,7 @@ func (g *Gateway) blocksize(ctx context.Context, tx *client.Txn, f *client.File)
 	if bs := g.bs.Load(); bs > 0 {
 		return int(bs), nil
 	}
-	fi, err := tx.Stat(ctx, f.Ino())
+	fi, err := tx.StatInode(ctx, f.Ino())
 	if err != nil {
 		return 0, err
 	}

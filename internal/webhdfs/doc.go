@@ -19,7 +19,7 @@
 //
 // The gateway acts for its users the way the NFS bridge does for its
 // AUTH_UNIX callers: it runs with a superuser credential, makes what it
-// creates belong to the caller (client.Txn.CreateAs) and checks the
+// creates belong to the caller (clientx.CreateAs) and checks the
 // caller's permissions itself, with the rules the namenode applies to its
 // own clients (search permission on every directory of a path, write and
 // search permission on a directory to add or remove names in it, the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 const rootIno = 1
@@ -36,7 +37,7 @@ func (l located) exists() error {
 // for a path of its own clients. A final symbolic link is not followed;
 // one in the middle of the path is refused.
 func locate(ctx context.Context, tx *client.Txn, who caller, p string) (located, error) {
-	cur, err := tx.Stat(ctx, rootIno)
+	cur, err := tx.StatInode(ctx, rootIno)
 	if err != nil {
 		return located{}, err
 	}
@@ -50,7 +51,7 @@ func locate(ctx context.Context, tx *client.Txn, who caller, p string) (located,
 		if !who.may(cur, permSearch) {
 			return located{}, denied(who, "EXECUTE", here, cur)
 		}
-		next, err := tx.LookupAt(ctx, cur.Ino, name)
+		next, err := clientx.At(tx).LookupAt(ctx, cur.Ino, name)
 		last := i == len(names)-1
 		switch {
 		case last && errors.Is(err, client.ErrNotFound):
@@ -143,7 +144,7 @@ func mayRemove(who caller, dir, child client.FileInfo, dirPath, childPath string
 // the start, if it conflicts with another transaction).
 func (g *Gateway) txn(rq *request, fn func(ctx context.Context, tx *client.Txn) error) error {
 	return g.c.Txn(rq.ctx, func(ctx context.Context, tx *client.Txn) error {
-		tx.CreateAs(rq.who.user, rq.who.group())
+		clientx.CreateAs(tx, rq.who.user, rq.who.group())
 		return fn(ctx, tx)
 	})
 }
@@ -154,7 +155,7 @@ func (g *Gateway) txn(rq *request, fn func(ctx context.Context, tx *client.Txn) 
 func (g *Gateway) readTxn(rq *request, fn func(ctx context.Context, tx *client.Txn) (again bool, err error)) error {
 	delay := 100 * time.Microsecond
 	for attempt := 0; ; attempt++ {
-		tx, _ := g.c.Begin(rq.ctx)
+		tx := g.c.Begin()
 		again, err := fn(rq.ctx, tx)
 		tx.Abort(context.Background())
 		if !errors.Is(err, client.ErrConflict) || !again || attempt == 100 {

@@ -10,6 +10,7 @@ import (
 	"path"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 )
 
 // fileStatus is Hadoop's FileStatus JSON object.
@@ -95,7 +96,7 @@ func listIn(ctx context.Context, tx *client.Txn, rq *request, after string, batc
 		return err
 	}
 	for {
-		page, next, err := tx.ReadDirPage(ctx, l.fi.Ino, after, listPage, true)
+		page, next, err := clientx.At(tx).ReadDirPage(ctx, l.fi.Ino, after, listPage, true)
 		if err != nil {
 			return fmt.Errorf("%s: %w", rq.path, err)
 		}
@@ -297,7 +298,7 @@ func summarize(ctx context.Context, tx *client.Txn, who caller, fi client.FileIn
 func eachEntry(ctx context.Context, tx *client.Txn, dir uint64, p string, fn func(client.DirEntry) error) error {
 	after := ""
 	for {
-		page, more, err := tx.ReadDirPage(ctx, dir, after, listPage, true)
+		page, more, err := clientx.At(tx).ReadDirPage(ctx, dir, after, listPage, true)
 		if err != nil {
 			return wrapPath(p, err)
 		}

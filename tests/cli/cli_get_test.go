@@ -35,7 +35,7 @@ func TestGetLeavesNoPartialFile(t *testing.T) {
 	// The datanode holding the second run, which the first does not hold.
 	cl := c.Client(client.Config{})
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	fi, err := tx.Lookup(ctx, "/big")
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestReadStopsWhenContextCancelled(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	f, err := tx.Open(ctx, "/big")
 	if err != nil {
 		t.Fatal(err)

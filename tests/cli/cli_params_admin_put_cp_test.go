@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientconf"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -49,8 +50,8 @@ func TestParamsShowsEffectiveSettings(t *testing.T) {
 
 	// From a configuration file: the file is named, and its cluster.
 	cfgFile := filepath.Join(t.TempDir(), "plasmafs.conf")
-	entry := client.ClusterEntry{Name: "paramtest", Namenodes: []string{c.NN.Addr}, Security: "privacy", DataSecurity: "auth", Credential: c.AdminCred, TaskServers: []string{"127.0.0.1:1"}}
-	if err := os.WriteFile(cfgFile, []byte(client.FormatConfigFile([]client.ClusterEntry{entry})), 0o600); err != nil {
+	entry := clientconf.Cluster{Name: "paramtest", Namenodes: []string{c.NN.Addr}, Security: "privacy", DataSecurity: "auth", Credential: c.AdminCred, TaskServers: []string{"127.0.0.1:1"}}
+	if err := os.WriteFile(cfgFile, []byte(clientconf.Format([]clientconf.Cluster{entry})), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, code := c.RunEnv([]string{"PLASMAFS_NAMENODES=", "PLASMAFS_CONFIG=" + cfgFile, "PLASMAFS_SECURITY=", "PLASMAFS_DATA_SECURITY=", "PLASMAFS_CREDENTIAL="}, nil, "params")
@@ -182,7 +183,7 @@ func TestPutStarWritesEveryReplica(t *testing.T) {
 		t.Fatalf("fsck checked %d blocks, want at least %d", rep.Blocks, 2*96)
 	}
 	for _, mode := range []string{"-star", "-chain"} {
-		tx, _ := cl.Begin(context.Background())
+		tx := cl.Begin()
 		fi, err := tx.Lookup(context.Background(), "/f"+mode)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 )
 
@@ -18,20 +19,20 @@ func TestInodeNameOps(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	before, _ := cl.NamenodeStats(ctx)
-	d, err := cl.Auto(client.Durable).MkdirAt(ctx, 1, "d", 0o750)
+	before, _ := clientx.NamenodeStats(ctx, cl)
+	d, err := clientx.At(clientx.Auto(cl, clientx.Durable)).MkdirAt(ctx, 1, "d", 0o750)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := cl.Auto(client.Durable).MkdirAt(ctx, d.Ino, "e", 0)
+	e, err := clientx.At(clientx.Auto(cl, clientx.Durable)).MkdirAt(ctx, d.Ino, "e", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := cl.Auto(client.Durable).CreateAt(ctx, d.Ino, "f", client.CreateOptions{Mode: 0o640})
+	f, err := clientx.At(clientx.Auto(cl, clientx.Durable)).CreateAt(ctx, d.Ino, "f", client.CreateOptions{Mode: 0o640})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := cl.NamenodeStats(ctx)
+	after, _ := clientx.NamenodeStats(ctx, cl)
 	// Three changes, three requests, three commits (plus the stats call).
 	if got := after.Requests - before.Requests - (after.PerOp["heartbeat"] - before.PerOp["heartbeat"]) - (after.PerOp["keepalive"] - before.PerOp["keepalive"]); got != 4 {
 		t.Errorf("three compound changes took %d requests, want 3 (+1 stats)", got-1)
@@ -42,53 +43,53 @@ func TestInodeNameOps(t *testing.T) {
 	if fi, err := cl.Lookup(ctx, "/d/f"); err != nil || fi.Ino != f.Ino || fi.Mode.Perm() != 0o640 {
 		t.Fatalf("/d/f by path: %+v %v", fi, err)
 	}
-	if _, err := cl.Auto(client.Durable).CreateAt(ctx, d.Ino, "f", client.CreateOptions{}); !errors.Is(err, client.ErrExists) {
+	if _, err := clientx.At(clientx.Auto(cl, clientx.Durable)).CreateAt(ctx, d.Ino, "f", client.CreateOptions{}); !errors.Is(err, client.ErrExists) {
 		t.Fatalf("create over an existing name: %v, want ErrExists", err)
 	}
 	if st, _ := cl.FsStat(ctx); st.OpenTxns != 0 {
 		t.Fatalf("a failed compound request left %d transactions open", st.OpenTxns)
 	}
-	if _, err := cl.Auto(client.Async).LinkAt(ctx, f.Ino, e.Ino, "g"); err != nil {
+	if _, err := clientx.At(clientx.Auto(cl, clientx.Async)).LinkAt(ctx, f.Ino, e.Ino, "g"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Auto(client.Async).SymlinkAt(ctx, "../d/f", e.Ino, "s"); err != nil {
+	if _, err := clientx.At(clientx.Auto(cl, clientx.Async)).SymlinkAt(ctx, "../d/f", e.Ino, "s"); err != nil {
 		t.Fatal(err)
 	}
-	tx, _ := cl.Begin(ctx)
-	if fi, err := tx.LookupAt(ctx, e.Ino, "g"); err != nil || fi.Ino != f.Ino || fi.Nlink != 2 {
+	tx := cl.Begin()
+	if fi, err := clientx.At(tx).LookupAt(ctx, e.Ino, "g"); err != nil || fi.Ino != f.Ino || fi.Nlink != 2 {
 		t.Fatalf("link: %+v %v", fi, err)
 	}
-	if fi, err := tx.LookupAt(ctx, e.Ino, "s"); err != nil || fi.Type != client.TypeSymlink || fi.Target != "../d/f" {
+	if fi, err := clientx.At(tx).LookupAt(ctx, e.Ino, "s"); err != nil || fi.Type != client.TypeSymlink || fi.Target != "../d/f" {
 		t.Fatalf("symlink (not followed): %+v %v", fi, err)
 	}
 	tx.Abort(ctx)
 	// Rename without replacing, then over an existing name.
-	err = cl.Auto(client.Durable).RenameAt(ctx, e.Ino, "g", d.Ino, "f", client.RenameOptions{NoReplace: true})
+	err = clientx.At(clientx.Auto(cl, clientx.Durable)).RenameAt(ctx, e.Ino, "g", d.Ino, "f", clientx.RenameOptions{NoReplace: true})
 	if !errors.Is(err, client.ErrExists) {
 		t.Fatalf("rename onto an existing name with NoReplace: %v, want ErrExists", err)
 	}
-	if err := cl.Auto(client.Durable).RenameAt(ctx, e.Ino, "s", d.Ino, "f", client.RenameOptions{}); err != nil {
+	if err := clientx.At(clientx.Auto(cl, clientx.Durable)).RenameAt(ctx, e.Ino, "s", d.Ino, "f", clientx.RenameOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The path of an inode follows a rename of its ancestor.
-	if err := cl.Auto(client.Durable).RenameAt(ctx, 1, "d", 1, "renamed", client.RenameOptions{}); err != nil {
+	if err := clientx.At(clientx.Auto(cl, clientx.Durable)).RenameAt(ctx, 1, "d", 1, "renamed", clientx.RenameOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tx, _ = cl.Begin(ctx)
+	tx = cl.Begin()
 	defer tx.Abort(ctx)
-	if p, err := tx.PathOf(ctx, e.Ino); err != nil || p != "/renamed/e" {
+	if p, err := clientx.At(tx).PathOf(ctx, e.Ino); err != nil || p != "/renamed/e" {
 		t.Fatalf("path of e: %q %v", p, err)
 	}
-	if p, err := tx.PathOf(ctx, f.Ino); err != nil || p != "/renamed/e/g" {
+	if p, err := clientx.At(tx).PathOf(ctx, f.Ino); err != nil || p != "/renamed/e/g" {
 		t.Fatalf("path of the file (its only name left): %q %v", p, err)
 	}
-	if err := cl.Auto(client.Durable).RmdirAt(ctx, d.Ino, "e"); !errors.Is(err, client.ErrNotEmpty) {
+	if err := clientx.At(clientx.Auto(cl, clientx.Durable)).RmdirAt(ctx, d.Ino, "e"); !errors.Is(err, client.ErrNotEmpty) {
 		t.Fatalf("rmdir of a non-empty directory: %v", err)
 	}
-	if err := cl.Auto(client.Durable).UnlinkAt(ctx, e.Ino, "g"); err != nil {
+	if err := clientx.At(clientx.Auto(cl, clientx.Durable)).UnlinkAt(ctx, e.Ino, "g"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Auto(client.Durable).RmdirAt(ctx, d.Ino, "e"); err != nil {
+	if err := clientx.At(clientx.Auto(cl, clientx.Durable)).RmdirAt(ctx, d.Ino, "e"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Lookup(ctx, "/renamed/e"); !errors.Is(err, client.ErrNotFound) {
@@ -103,13 +104,13 @@ func TestReadDirPages(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	d, err := cl.Auto(client.Durable).MkdirAt(ctx, 1, "many", 0)
+	d, err := clientx.At(clientx.Auto(cl, clientx.Durable)).MkdirAt(ctx, 1, "many", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	for i := 0; i < 250; i++ {
-		if _, err := tx.MkdirAt(ctx, d.Ino, fmt.Sprintf("n%03d", i), 0); err != nil {
+		if _, err := clientx.At(tx).MkdirAt(ctx, d.Ino, fmt.Sprintf("n%03d", i), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,12 +120,12 @@ func TestReadDirPages(t *testing.T) {
 	if err := cl.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rtx, _ := cl.Begin(ctx)
+	rtx := cl.Begin()
 	defer rtx.Abort(ctx)
 	var names []string
 	after := ""
 	for pages := 0; ; pages++ {
-		ents, more, err := rtx.ReadDirPage(ctx, d.Ino, after, 64, true)
+		ents, more, err := clientx.At(rtx).ReadDirPage(ctx, d.Ino, after, 64, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func TestAsyncCommitsSurviveNamenodeCrash(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 300; i++ {
 		name := fmt.Sprintf("a%03d", i)
-		if _, err := w.Auto(client.Async).MkdirAt(ctx, 1, name, 0); err != nil {
+		if _, err := clientx.At(clientx.Auto(w, clientx.Async)).MkdirAt(ctx, 1, name, 0); err != nil {
 			t.Fatal(err)
 		}
 		if i%50 == 0 {
@@ -173,7 +174,7 @@ func TestAsyncCommitsSurviveNamenodeCrash(t *testing.T) {
 	c.WaitLive(2)
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	ents, err := tx.ReadDir(ctx, "/")
 	if err != nil {

@@ -42,7 +42,7 @@ func TestHugeDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	ents, err := tx.ReadDirPlus(ctx, "/big")
 	if err != nil {
 		t.Fatal(err)

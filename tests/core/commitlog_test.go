@@ -3,7 +3,7 @@ package core
 import (
 	"testing"
 
-	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -15,14 +15,14 @@ import (
 // survives), and a restart replays what the database lacks.
 func TestCommitLogRestartsSurviveKill(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-log-size", "64K"}})
-	acked := testkit.CommitMany(t, c, "r1", 3, 150, client.Durable)
-	acked = append(acked, testkit.CommitMany(t, c, "r2", 3, 150, client.Async)...)
+	acked := testkit.CommitMany(t, c, "r1", 3, 150, clientx.Durable)
+	acked = append(acked, testkit.CommitMany(t, c, "r2", 3, 150, clientx.Async)...)
 	c.Kill(c.NN)
 	c.StartNamenode()
 	c.WaitLive(2)
 	testkit.CheckPresent(t, c, acked)
 	// And once more after the replay, with the log started over.
-	acked = append(acked, testkit.CommitMany(t, c, "r3", 2, 100, client.Durable)...)
+	acked = append(acked, testkit.CommitMany(t, c, "r3", 2, 100, clientx.Durable)...)
 	c.Kill(c.NN)
 	c.StartNamenode()
 	c.WaitLive(2)
@@ -33,10 +33,10 @@ func TestCommitLogRestartsSurviveKill(t *testing.T) {
 // where only fsynced data survives: every durable commit is there.
 func TestCommitLogRestartsSurvivePowerCut(t *testing.T) {
 	c := clustertest.StartPowerCut(t, clustertest.Options{NamenodeArgs: []string{"-log-size", "64K"}})
-	acked := testkit.CommitMany(t, c.Procs, "r4", 3, 150, client.Durable)
+	acked := testkit.CommitMany(t, c.Procs, "r4", 3, 150, clientx.Durable)
 	c.PowerCut()
 	testkit.CheckPresent(t, c.Procs, acked)
-	acked = append(acked, testkit.CommitMany(t, c.Procs, "r5", 2, 100, client.Durable)...)
+	acked = append(acked, testkit.CommitMany(t, c.Procs, "r5", 2, 100, clientx.Durable)...)
 	c.PowerCut()
 	testkit.CheckPresent(t, c.Procs, acked)
 }

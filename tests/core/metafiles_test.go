@@ -301,7 +301,7 @@ func TestFsckLargeFileAndManyFiles(t *testing.T) {
 	if _, err := cl.CopyIn(ctx, io.LimitReader(zeros{}, size), "/big", client.CopyOptions{Rep: 1}); err != nil {
 		t.Fatal(err)
 	}
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	fi, err := tx.Lookup(ctx, "/big")
 	if err != nil {
 		t.Fatal(err)

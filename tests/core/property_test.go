@@ -484,7 +484,7 @@ func (w *propWorker) txn(ctx context.Context, i int) {
 	snap, snapSeq := w.m.state.clone(), w.m.seq
 	w.m.mu.Unlock()
 	local := snap
-	tx, _ := w.cl.Begin(ctx)
+	tx := w.cl.Begin()
 	var ops []*propOp
 	reads := map[string]bool{}
 	var mismatch string
@@ -572,7 +572,7 @@ func checkAgainstModel(t *testing.T, cl *client.Client, s *propState) {
 	t.Helper()
 	defer cl.Close()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	for _, d := range append([]string{propRoot}, propDirs...) {
 		if d != propRoot && !s.ents[d].dir {
@@ -649,7 +649,7 @@ func TestExtendNewFileThenReopen(t *testing.T) {
 	defer cl.Close()
 	ctx := context.Background()
 	const size = 12844
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.CreateFile(ctx, "/extended", client.CreateOptions{})
 	if err != nil {

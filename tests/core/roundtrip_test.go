@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -75,7 +76,7 @@ func TestBlockRunsAlternate(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	fi, err := tx.Lookup(ctx, "/big")
 	if err != nil {
@@ -128,7 +129,7 @@ func TestRandomWritesThenReads(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			f.FlushBlocks = 3
+			clientx.SetFlushBlocks(f, 3)
 			for i := 0; i < 40; i++ {
 				off := rng.IntN(10 * bs)
 				n := 1 + rng.IntN(2*bs)
@@ -167,7 +168,7 @@ func TestRandomWritesThenReads(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, "/rw")
 	if err != nil {

@@ -25,7 +25,7 @@ func TestCallerDeadlineIsItsOwn(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	if _, err := tx.Mkdir(ctx, "/survivor", 0); err != nil {
 		t.Fatal(err)
 	}

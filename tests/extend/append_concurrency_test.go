@@ -76,7 +76,7 @@ func TestExtensionConcurrentAppendersAndOldReaders(t *testing.T) {
 				}
 			}()
 			for i := 0; !stop.Load() || i < 3; i++ {
-				tx, _ := cl.Begin(ctx)
+				tx := cl.Begin()
 				f, err := tx.Open(ctx, path)
 				if err != nil {
 					errs <- fmt.Errorf("reader %d: open: %w", k, err)
@@ -334,7 +334,7 @@ func TestExtensionAppendsRaceTruncatesAndSparseWrites(t *testing.T) {
 				}
 			}()
 			for i := 0; !stop.Load(); i++ {
-				tx, _ := cl.Begin(ctx)
+				tx := cl.Begin()
 				f, err := tx.Open(ctx, path)
 				if err != nil {
 					errs <- fmt.Errorf("reader %d: %w", k, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/wire"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -43,7 +44,7 @@ func TestExtensionEdgeCases(t *testing.T) {
 	hold := func(path string, want []byte) {
 		for _, rc := range []*client.Client{cl, tcp} {
 			o := &oldReader{data: bytes.Clone(want)}
-			o.tx, _ = rc.Begin(ctx)
+			o.tx = rc.Begin()
 			var err error
 			o.f, err = o.tx.Open(ctx, path)
 			testkit.MustOK(t, "open an old reader", err)
@@ -252,7 +253,7 @@ func TestExtensionBareSizeGrowAfterAbandonedExtension(t *testing.T) {
 		t.Fatalf("after the refused size change: %v", err)
 	}
 	n := int64(200000)
-	_, err = cl.Auto(client.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
+	_, err = clientx.Auto(cl, clientx.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
 	testkit.MustOK(t, "grow through the library", err)
 	want := append(bytes.Clone(v1), make([]byte, 200000-len(v1))...)
 	tcp := c.Client(client.Config{NoShortCircuit: true})
@@ -337,7 +338,7 @@ func TestExtensionTransientLockConflictCopiesBlock(t *testing.T) {
 	// The doomed writer: opened before another append committed.
 	stale := c.Client(client.Config{})
 	defer stale.Close()
-	txC, _ := stale.Begin(ctx)
+	txC := stale.Begin()
 	fC, err := txC.Open(ctx, "/f")
 	testkit.MustOK(t, "open (stale)", err)
 	add := testkit.SeededBytes(500, 2)
@@ -353,14 +354,14 @@ func TestExtensionTransientLockConflictCopiesBlock(t *testing.T) {
 	// The current writer, reading through the datanodes (frozen below).
 	tcp := c.Client(client.Config{NoShortCircuit: true})
 	defer tcp.Close()
-	txT, _ := tcp.Begin(ctx)
+	txT := tcp.Begin()
 	fT, err := txT.Open(ctx, "/f")
 	testkit.MustOK(t, "open", err)
 	add = testkit.SeededBytes(300, 3)
 	_, err = fT.WriteAt(add, fT.Size())
 	testkit.MustOK(t, "append", err)
 	extends := func() uint64 {
-		st, err := cl.NamenodeStats(ctx)
+		st, err := clientx.NamenodeStats(ctx, cl)
 		testkit.MustOK(t, "stats", err)
 		return st.PerOp["extend"]
 	}

@@ -18,7 +18,7 @@ import (
 // flushes it (the extension reaches the datanodes) without committing.
 func appFlushed(t *testing.T, ctx context.Context, cl *client.Client, path string, data []byte) (*client.Txn, *client.File) {
 	t.Helper()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	f, err := tx.Open(ctx, path)
 	testkit.MustOK(t, "open for the abandoned append", err)
 	_, err = f.WriteAt(data, f.Size())
@@ -381,13 +381,13 @@ func TestExtensionDatanodeDiesBetweenExtensionAndCommit(t *testing.T) {
 		victim := dnOf(xs[0].Replicas[which].Addr)
 		// A reader of the first version, opened before.
 		old := &oldReader{data: bytes.Clone(base)}
-		old.tx, _ = tcp.Begin(ctx)
+		old.tx = tcp.Begin()
 		var err error
 		old.f, err = old.tx.Open(ctx, path)
 		testkit.MustOK(t, "open an old reader", err)
 
 		add := testkit.SeededBytes(5000, uint64(40+round))
-		tx, _ := cl.Begin(ctx)
+		tx := cl.Begin()
 		f, err := tx.Open(ctx, path)
 		testkit.MustOK(t, "open", err)
 		_, err = f.WriteAt(add, f.Size())

@@ -110,7 +110,7 @@ func appAppend(ctx context.Context, cl *client.Client, path string, rec []byte) 
 
 // appRead reads path whole in a transaction of its own.
 func appRead(ctx context.Context, cl *client.Client, path string) ([]byte, error) {
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, path)
 	if err != nil {

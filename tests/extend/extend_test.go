@@ -9,6 +9,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -63,7 +64,7 @@ func TestAppendExtendsInPlace(t *testing.T) {
 	defer tcp.Close()
 	var olds []*client.File
 	for _, rc := range []*client.Client{cl, tcp} {
-		rd, _ := rc.Begin(ctx)
+		rd := rc.Begin()
 		defer rd.Abort(ctx)
 		f, err := rd.Open(ctx, "/log")
 		testkit.MustOK(t, "open reader", err)
@@ -308,7 +309,7 @@ func TestWriteOnlyFileGrows(t *testing.T) {
 		return err
 	}))
 	n := int64(300000)
-	_, err = alice.Auto(client.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
+	_, err = clientx.Auto(alice, clientx.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
 	testkit.MustOK(t, "alice grows it", err)
 	want := make([]byte, n)
 	copy(want, data)

@@ -41,7 +41,7 @@ func TestKVServeCorruptBlock(t *testing.T) {
 
 	cl := c.Client(client.Config{})
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	fi, err := tx.Lookup(ctx, "/cor/kv")
 	if err != nil {
 		t.Fatal(err)

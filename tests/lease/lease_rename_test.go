@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/vfs"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -39,11 +40,10 @@ func TestHostileLeaseRenameDuringGrant(t *testing.T) {
 	v := vfs.New(mc, vfs.Options{TTL: -1})
 	defer v.Close()
 	// Another transaction holds s/a: the VFS's rename waits for it.
-	blocker, err := admin.Begin(ctx)
-	testkit.MustOK(t, "begin", err)
+	blocker := admin.Begin()
 	testkit.MustOK(t, "unlink s/a in the blocking transaction", blocker.Unlink(ctx, "/s/a"))
 	renames := func() uint64 {
-		st, err := admin.NamenodeStats(ctx)
+		st, err := clientx.NamenodeStats(ctx, admin)
 		testkit.MustOK(t, "stats", err)
 		return st.PerOp["rename"]
 	}

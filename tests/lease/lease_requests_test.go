@@ -18,6 +18,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/wire"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -105,7 +106,7 @@ func TestHostileLeaseRequests(t *testing.T) {
 				return err
 			}
 			for i := 0; i < n; i++ {
-				if _, err := tx.CreateAt(ctx, d.Ino, fmt.Sprintf("%0250d", i), client.CreateOptions{}); err != nil {
+				if _, err := clientx.At(tx).CreateAt(ctx, d.Ino, fmt.Sprintf("%0250d", i), client.CreateOptions{}); err != nil {
 					return err
 				}
 			}
@@ -378,14 +379,14 @@ func TestHostileLeaseHolderKilledOrFrozen(t *testing.T) {
 		for _, miss := range []string{"miss1", "miss2", "miss3"} {
 			missingAt(t, fd, miss)
 		}
-		fi, err := cl.Auto(client.Durable).Lstat(ctx, "/"+d)
+		fi, err := clientx.Auto(cl, clientx.Durable).Lstat(ctx, "/"+d)
 		testkit.MustOK(t, "lstat", err)
 		return fd, fi.Ino
 	}
 	frozen := testkit.StartMount(t, c, "ttl=0")
 	ffd, fino := lease(frozen, "f")
 	frozen.Signal(syscall.SIGSTOP)
-	_, err := cl.Auto(client.Async).CreateAt(ctx, fino, "while-frozen", client.CreateOptions{})
+	_, err := clientx.At(clientx.Auto(cl, clientx.Async)).CreateAt(ctx, fino, "while-frozen", client.CreateOptions{})
 	testkit.MustOK(t, "create in a directory leased by a frozen mount", err)
 	frozen.Signal(syscall.SIGCONT)
 	var st unix.Stat_t
@@ -401,7 +402,7 @@ func TestHostileLeaseHolderKilledOrFrozen(t *testing.T) {
 	killed.Signal(syscall.SIGKILL)
 	killed.Wait()
 	for _, ino := range inos {
-		_, err := cl.Auto(client.Async).CreateAt(ctx, ino, "after-kill", client.CreateOptions{})
+		_, err := clientx.At(clientx.Auto(cl, clientx.Async)).CreateAt(ctx, ino, "after-kill", client.CreateOptions{})
 		testkit.MustOK(t, "create in a directory leased by a killed mount", err)
 	}
 	other := testkit.StartMount(t, c, "ttl=0")
@@ -433,11 +434,11 @@ func TestHostileLeaseNamenodeRestartRelease(t *testing.T) {
 	}
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	d, err := cl.Auto(client.Durable).Lstat(ctx, "/d")
+	d, err := clientx.Auto(cl, clientx.Durable).Lstat(ctx, "/d")
 	testkit.MustOK(t, "lookup /d", err)
 	for i := 0; i < 3; i++ {
 		name := fmt.Sprintf("after-restart%d", i)
-		_, err = cl.Auto(client.Async).CreateAt(ctx, d.Ino, name, client.CreateOptions{})
+		_, err = clientx.At(clientx.Auto(cl, clientx.Async)).CreateAt(ctx, d.Ino, name, client.CreateOptions{})
 		testkit.MustOK(t, "create after the restart", err)
 		var st unix.Stat_t
 		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -517,7 +518,7 @@ func TestHostileLeaseFloods(t *testing.T) {
 			return err
 		}
 		for i := 0; i < ndirs; i++ {
-			fi, err := tx.MkdirAt(ctx, p.Ino, fmt.Sprint(i), 0o777)
+			fi, err := clientx.At(tx).MkdirAt(ctx, p.Ino, fmt.Sprint(i), 0o777)
 			if err != nil {
 				return err
 			}
@@ -557,13 +558,13 @@ func TestHostileLeaseFloods(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := admin.Auto(client.Async).CreateAt(ctx, dirs[i*(ndirs/40)], "mine", client.CreateOptions{}); err != nil {
+			if _, err := clientx.At(clientx.Auto(admin, clientx.Async)).CreateAt(ctx, dirs[i*(ndirs/40)], "mine", client.CreateOptions{}); err != nil {
 				t.Errorf("create in a directory the hostile client leases: %v", err)
 			}
 		}()
 	}
 	wg.Wait()
-	if _, err := admin.NamenodeStats(ctx); err != nil {
+	if _, err := clientx.NamenodeStats(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
 	close(stop)
@@ -595,7 +596,7 @@ func TestHostileLeaseFloods(t *testing.T) {
 	wg.Wait()
 	ok := 0
 	for i, code := range codes {
-		_, err := admin.Auto(client.Durable).LookupAt(ctx, target, fmt.Sprintf("f%d", i))
+		_, err := clientx.At(clientx.Auto(admin, clientx.Durable)).LookupAt(ctx, target, fmt.Sprintf("f%d", i))
 		switch {
 		case code == wire.OK:
 			ok++
@@ -682,16 +683,16 @@ func TestHostileLeaseConnectionBroken(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		proxy := startCutProxy(t, c.NN.Addr)
 		holder := c.Client(client.Config{Namenodes: []string{proxy.Addr()}, KeepaliveInterval: -1})
-		d, err := other.Auto(client.Durable).Mkdir(ctx, fmt.Sprintf("/d%d", i), 0o755)
+		d, err := clientx.Auto(other, clientx.Durable).Mkdir(ctx, fmt.Sprintf("/d%d", i), 0o755)
 		testkit.MustOK(t, "mkdir", err)
-		l, ok, err := holder.LeaseDir(ctx, d.Ino)
+		l, ok, err := clientx.LeaseDir(ctx, holder, d.Ino)
 		if err != nil || !ok {
 			t.Fatalf("lease: ok=%v err=%v", ok, err)
 		}
 		proxy.cut()
-		_, err = other.Auto(client.Async).CreateAt(ctx, d.Ino, "x", client.CreateOptions{})
+		_, err = clientx.At(clientx.Auto(other, clientx.Async)).CreateAt(ctx, d.Ino, "x", client.CreateOptions{})
 		testkit.MustOK(t, "create", err)
-		if holder.LeaseValid(l) {
+		if clientx.LeaseValid(holder, l) {
 			t.Fatalf("another client's create in a directory leased on a connection the namenode lost returned while the holder's lease (until %v) still ran", l.Expires)
 		}
 		holder.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
@@ -55,7 +56,7 @@ func leaseOf(t *testing.T, conn *rpc.Conn, dir uint64) (term time.Duration, name
 
 func leaseWaits(t *testing.T, c *client.Client) uint64 {
 	t.Helper()
-	s, err := c.NamenodeStats(context.Background())
+	s, err := clientx.NamenodeStats(context.Background(), c)
 	testkit.MustOK(t, "namenode stats", err)
 	return s.LeaseWaits
 }
@@ -92,7 +93,7 @@ func TestLeaseOnlyForWriters(t *testing.T) {
 	// Far less than the minute the reader's lease would run: on a
 	// namenode that leased /ro to her the create waits for it.
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err := admin.Auto(client.Async).CreateAt(cctx, inos["/ro"], "mine", client.CreateOptions{})
+	_, err := clientx.At(clientx.Auto(admin, clientx.Async)).CreateAt(cctx, inos["/ro"], "mine", client.CreateOptions{})
 	cancel()
 	testkit.MustOK(t, "the owner's create in /ro, which a reader asked to lease", err)
 	if after := leaseWaits(t, admin); after != before {
@@ -108,7 +109,7 @@ func TestLeaseOnlyForWriters(t *testing.T) {
 		t.Fatalf("renewal for a member of staff: lease of %v, want one of a minute", term)
 	}
 	mode := fs.FileMode(0o755)
-	_, err = admin.Auto(client.Async).SetAttr(ctx, inos["/grp"], client.SetAttr{Mode: &mode})
+	_, err = clientx.Auto(admin, clientx.Async).SetAttr(ctx, inos["/grp"], client.SetAttr{Mode: &mode})
 	testkit.MustOK(t, "chmod /grp", err)
 	if term, _ := leaseOf(t, member, inos["/grp"]); term != 0 {
 		t.Errorf("the lease on /grp renewed for %v after its mode stopped the holder writing there", term)
@@ -168,7 +169,7 @@ func TestLeaseOneWaitPerAddition(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := admin.Auto(client.Async).CreateAt(ctx, inos[p], "mine", client.CreateOptions{})
+			_, err := clientx.At(clientx.Auto(admin, clientx.Async)).CreateAt(ctx, inos[p], "mine", client.CreateOptions{})
 			if err != nil {
 				t.Errorf("create in %s, which a hostile user keeps leased: %v", p, err)
 			}
@@ -197,7 +198,7 @@ func TestLeaseOneWaitPerAddition(t *testing.T) {
 	before = leaseWaits(t, admin)
 	created := make(chan error, 1)
 	go func() {
-		_, err := admin.Auto(client.Async).CreateAt(ctx, d, "after-restart", client.CreateOptions{})
+		_, err := clientx.At(clientx.Auto(admin, clientx.Async)).CreateAt(ctx, d, "after-restart", client.CreateOptions{})
 		created <- err
 	}()
 	// Until the namenode has put the create off (it waits for the grace
@@ -274,7 +275,7 @@ func TestLeaseHolderOfManyDirectories(t *testing.T) {
 	before := leaseWaits(t, admin)
 	waited := false
 	for _, p := range leased {
-		_, err := admin.Auto(client.Async).CreateAt(ctx, inos[p], "first", client.CreateOptions{})
+		_, err := clientx.At(clientx.Auto(admin, clientx.Async)).CreateAt(ctx, inos[p], "first", client.CreateOptions{})
 		testkit.MustOK(t, "create in a leased directory", err)
 		if waited = leaseWaits(t, admin) != before; waited {
 			break
@@ -301,7 +302,7 @@ func TestLeaseHolderOfManyDirectories(t *testing.T) {
 		t.Error("another user got no lease while the hostile user cools off")
 	}
 	for _, p := range leased {
-		_, err := admin.Auto(client.Async).CreateAt(ctx, inos[p], "second", client.CreateOptions{})
+		_, err := clientx.At(clientx.Auto(admin, clientx.Async)).CreateAt(ctx, inos[p], "second", client.CreateOptions{})
 		testkit.MustOK(t, "create in "+p, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -49,7 +50,7 @@ func TestMountDirLease(t *testing.T) {
 	missing("probe1")
 	missing("probe2")
 	lookups := func() uint64 {
-		s, err := cl.NamenodeStats(ctx)
+		s, err := clientx.NamenodeStats(ctx, cl)
 		testkit.MustOK(t, "stats", err)
 		return s.PerOp["lookup"]
 	}
@@ -79,9 +80,9 @@ func TestMountDirLease(t *testing.T) {
 		}
 	}
 	// Another client creates a name the mount has not looked up.
-	d, err := cl.Auto(client.Durable).Lstat(ctx, "/d")
+	d, err := clientx.Auto(cl, clientx.Durable).Lstat(ctx, "/d")
 	testkit.MustOK(t, "lookup /d", err)
-	_, err = cl.Auto(client.Async).CreateAt(ctx, d.Ino, "theirs", client.CreateOptions{})
+	_, err = clientx.At(clientx.Auto(cl, clientx.Async)).CreateAt(ctx, d.Ino, "theirs", client.CreateOptions{})
 	testkit.MustOK(t, "create through the API", err)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, "theirs", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -108,9 +109,9 @@ func TestMountDirLeaseNamenodeRestart(t *testing.T) {
 	c.WaitLive(len(c.DNs))
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	d, err := cl.Auto(client.Durable).Lstat(ctx, "/d")
+	d, err := clientx.Auto(cl, clientx.Durable).Lstat(ctx, "/d")
 	testkit.MustOK(t, "lookup /d", err)
-	_, err = cl.Auto(client.Async).CreateAt(ctx, d.Ino, "after-restart", client.CreateOptions{})
+	_, err = clientx.At(clientx.Auto(cl, clientx.Async)).CreateAt(ctx, d.Ino, "after-restart", client.CreateOptions{})
 	testkit.MustOK(t, "create after the restart", err)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, "after-restart", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {

@@ -63,7 +63,7 @@ func TestRequestIDFollowsFailure(t *testing.T) {
 	setup := c.Client(client.Config{})
 	testkit.WriteFile(t, setup, "/damaged", testkit.RandomBytes(t, 2*bs), 1)
 	ctx := context.Background()
-	tx, _ := setup.Begin(ctx)
+	tx := setup.Begin()
 	fi, err := tx.Lookup(ctx, "/damaged")
 	if err != nil {
 		t.Fatal(err)

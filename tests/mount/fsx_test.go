@@ -390,7 +390,7 @@ func newLibFsx(t *testing.T, cl *client.Client, path string) *libFsx {
 // handles as needed.
 func (l *libFsx) file(h int) (*client.File, error) {
 	if l.tx == nil {
-		l.tx, _ = l.cl.Begin(l.ctx)
+		l.tx = l.cl.Begin()
 	}
 	if l.f != nil && l.cur == h {
 		return l.f, nil

@@ -92,7 +92,7 @@ func TestMountPowerCutKeepsFsynced(t *testing.T) {
 	read := func(name string) []byte {
 		t.Helper()
 		ctx := context.Background()
-		tx, err := cl.Begin(ctx)
+		tx := cl.Begin()
 		testkit.MustOK(t, "begin", err)
 		defer tx.Abort(ctx)
 		f, err := tx.Open(ctx, name)

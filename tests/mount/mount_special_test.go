@@ -82,7 +82,7 @@ func TestMountSpecialFiles(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	for name, want := range map[string]client.FileType{"/fifo": client.TypeFIFO, "/cdev": client.TypeCharDevice, "/bdev": client.TypeBlockDevice, "/sock": client.TypeSocket} {
 		fi, err := tx.Lookup(ctx, name)

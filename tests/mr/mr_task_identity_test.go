@@ -42,7 +42,7 @@ func owners(t *testing.T, c *clustertest.Procs, dir string) map[string]string {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	ents, err := tx.ReadDirPlus(ctx, dir)
 	if err != nil {

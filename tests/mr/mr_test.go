@@ -30,7 +30,7 @@ func mrOutput(t *testing.T, c *clustertest.Procs, dir string, parts int, key fun
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	ents, err := tx.ReadDir(ctx, dir)
 	if err != nil {

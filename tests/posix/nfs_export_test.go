@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 	nfsc "github.com/willscott/go-nfs-client/nfs"
@@ -26,7 +27,7 @@ func TestNFSExportIsABoundary(t *testing.T) {
 	testkit.PutOwned(t, c, "/outside", "outside the export\n", "", "644")
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	fi, err := cl.Auto(client.Durable).Lstat(context.Background(), "/outside")
+	fi, err := clientx.Auto(cl, clientx.Durable).Lstat(context.Background(), "/outside")
 	testkit.MustOK(t, "stat /outside", err)
 	b := testkit.StartNFSArgs(t, c, "-listen", "127.0.0.1:0", "-export", "/pub")
 	tg := testkit.DialNFSAs(t, b.Addr, rpc.NewAuthUnix("client", 1000, 1000).Auth())

@@ -21,6 +21,7 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -338,7 +339,7 @@ func TestNFSNoGiveAwayNoTakeOver(t *testing.T) {
 	u.Create("/bobs", 0o666) // UNCHECKED, with a mode
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	fi, err := cl.Auto(client.Durable).Lstat(context.Background(), "/bobs")
+	fi, err := clientx.Auto(cl, clientx.Durable).Lstat(context.Background(), "/bobs")
 	testkit.MustOK(t, "stat /bobs", err)
 	if fi.User != "5151" || fi.Mode.Perm() != 0o600 {
 		t.Errorf("bob's file after uid 4242's CREATE: owner %s mode %o, want 5151 and 600", fi.User, fi.Mode.Perm())

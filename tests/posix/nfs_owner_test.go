@@ -11,6 +11,7 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -27,7 +28,7 @@ func TestNFSCreatesForTheCaller(t *testing.T) {
 	cl := c.Client(client.Config{})
 	owner := func(p string) string {
 		t.Helper()
-		fi, err := cl.Auto(client.Durable).Lstat(ctx, p)
+		fi, err := clientx.Auto(cl, clientx.Durable).Lstat(ctx, p)
 		testkit.MustOK(t, "stat "+p, err)
 		return fi.User + ":" + fi.Group
 	}

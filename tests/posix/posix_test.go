@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/vfs"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -450,7 +451,7 @@ func (l libTarget) rename(a, b string, noReplace bool) error {
 	if err != nil {
 		return err
 	}
-	return l.c.Auto(client.Durable).RenameAt(ctx, sd.Ino, path.Base(a), dd.Ino, path.Base(b), client.RenameOptions{NoReplace: noReplace})
+	return clientx.At(clientx.Auto(l.c, clientx.Durable)).RenameAt(ctx, sd.Ino, path.Base(a), dd.Ino, path.Base(b), clientx.RenameOptions{NoReplace: noReplace})
 }
 
 func (l libTarget) link(a, b string) error {
@@ -574,7 +575,7 @@ func (r libReader) Close() error { return r.tx.Abort(context.Background()) }
 
 func (l libTarget) openRead(p string) (readerAtCloser, error) {
 	ctx := context.Background()
-	tx, _ := l.c.Begin(ctx)
+	tx := l.c.Begin()
 	f, err := tx.Open(ctx, l.p(p))
 	if err != nil {
 		tx.Abort(ctx)

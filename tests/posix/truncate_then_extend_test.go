@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -60,16 +61,16 @@ func TestAutoSizeChangeReadsZeros(t *testing.T) {
 	testkit.MustOK(t, "write", libTarget{cl, "/"}.writeFile("f", data))
 	fi, err := cl.Lookup(ctx, "/f")
 	testkit.MustOK(t, "lookup", err)
-	size := func(n int64, d client.Durability) {
+	size := func(n int64, d clientx.Durability) {
 		t.Helper()
-		got, err := cl.Auto(d).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
+		got, err := clientx.Auto(cl, d).SetAttr(ctx, fi.Ino, client.SetAttr{Size: &n})
 		testkit.MustOK(t, fmt.Sprintf("auto size %d", n), err)
 		if got.Size != n {
 			t.Fatalf("auto size %d: the answer says %d", n, got.Size)
 		}
 	}
-	size(1000, client.Durable)
-	size(70000, client.Async)
+	size(1000, clientx.Durable)
+	size(70000, clientx.Async)
 	want := append(bytes.Clone(data[:1000]), make([]byte, 69000)...)
 	if got := testkit.ReadWhole(t, cl, "/f"); !bytes.Equal(got, want) {
 		t.Fatal("after an auto shrink to 1000 and growth to 70000, old bytes came back")
@@ -80,7 +81,7 @@ func TestAutoSizeChangeReadsZeros(t *testing.T) {
 	testkit.AppendTo(t, cl, "/f", add, false)
 	want = append(want, add...)
 	testkit.AppendTo(t, cl, "/f", bytes.Repeat([]byte{0xAB}, 3000), true)
-	size(200000, client.Durable)
+	size(200000, clientx.Durable)
 	want = append(want, make([]byte, 200000-len(want))...)
 	if got := testkit.ReadWhole(t, cl, "/f"); !bytes.Equal(got, want) {
 		t.Fatal("after an aborted append and an auto growth, the file reads other bytes than zeros past its end")

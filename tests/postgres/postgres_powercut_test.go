@@ -3,7 +3,7 @@ package postgres
 import (
 	"testing"
 
-	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/pgtest"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -17,10 +17,10 @@ func TestPostgresPowerCutOfTheNamenodeHost(t *testing.T) {
 	pg := pgtest.Start(t)
 	url := pg.CreateDB(t)
 	c := clustertest.StartPowerCut(t, clustertest.Options{NamenodeArgs: []string{"-db", url, "-log-size", "64K"}})
-	acked := testkit.CommitMany(t, c.Procs, "p1", 3, 100, client.Durable)
+	acked := testkit.CommitMany(t, c.Procs, "p1", 3, 100, clientx.Durable)
 	c.PowerCut()
 	testkit.CheckPresent(t, c.Procs, acked)
-	acked = append(acked, testkit.CommitMany(t, c.Procs, "p2", 2, 100, client.Durable)...)
+	acked = append(acked, testkit.CommitMany(t, c.Procs, "p2", 2, 100, clientx.Durable)...)
 	c.PowerCut()
 	testkit.CheckPresent(t, c.Procs, acked)
 	waitInPostgres(t, url, acked)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/pgtest"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -40,7 +41,7 @@ func startCommitFlow(c *clustertest.Procs, tag string) *commitFlow {
 			default:
 			}
 			name := fmt.Sprintf("%s-%06d", tag, i)
-			if _, err := cl.Auto(client.Durable).MkdirAt(context.Background(), 1, name, 0); err != nil {
+			if _, err := clientx.At(clientx.Auto(cl, clientx.Durable)).MkdirAt(context.Background(), 1, name, 0); err != nil {
 				f.mu.Lock()
 				f.err = err // unknown outcome: not counted as acknowledged
 				f.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -34,12 +35,12 @@ func TestKillDatanodeDuringWrite(t *testing.T) {
 	bs := int(c.Opts.Blocksize)
 	const half = 50
 	data := testkit.RandomBytes(t, 2*half*bs)
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	f, err := tx.CreateFile(ctx, "/w", client.CreateOptions{Rep: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.FlushBlocks = 8
+	clientx.SetFlushBlocks(f, 8)
 	if _, err := f.Write(data[:half*bs]); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestKillDatanodeDuringRead(t *testing.T) {
 	bs := int(c.Opts.Blocksize)
 	data := testkit.RandomBytes(t, 300*bs)
 	testkit.WriteFile(t, cl, "/r2", data, 2)
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, "/r2")
 	if err != nil {
@@ -152,7 +153,7 @@ func TestKillDatanodeDuringRead(t *testing.T) {
 	c.WaitLive(2)
 	one := testkit.RandomBytes(t, 3*bs)
 	testkit.WriteFile(t, cl, "/single", one, 1)
-	tx2, _ := cl.Begin(ctx)
+	tx2 := cl.Begin()
 	defer tx2.Abort(ctx)
 	sf, err := tx2.Open(ctx, "/single")
 	if err != nil {
@@ -208,7 +209,7 @@ func TestKillNamenodeDuringCommits(t *testing.T) {
 	// A client that lives through the restart, with a transaction open.
 	survivor := c.Client(client.Config{})
 	defer survivor.Close()
-	oldTx, _ := survivor.Begin(ctx)
+	oldTx := survivor.Begin()
 	if _, err := oldTx.Lookup(ctx, "/"); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestKillNamenodeDuringCommits(t *testing.T) {
 		t.Fatalf("fsck after crash:\n%s", out)
 	}
 	// Inode numbers are never reused across restarts.
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	fi, err := tx.Create(ctx, "/after-restart", client.CreateOptions{})
 	if err != nil {
@@ -267,7 +268,7 @@ func TestFlippedByteServedFromReplica(t *testing.T) {
 	data := testkit.RandomBytes(t, 10*bs)
 	setup := c.Client(client.Config{})
 	testkit.WriteFile(t, setup, "/flip", data, 2)
-	tx, _ := setup.Begin(ctx)
+	tx := setup.Begin()
 	fi, _ := tx.Lookup(ctx, "/flip")
 	xs, err := tx.Blocks(ctx, fi.Ino)
 	tx.Abort(ctx)

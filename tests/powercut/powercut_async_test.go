@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -23,7 +24,7 @@ func TestPowerCutAsyncThenSync(t *testing.T) {
 	cl := c.Client(client.Config{})
 	const synced, after = 100, 100
 	for i := 0; i < synced+after; i++ {
-		if _, err := cl.Auto(client.Async).MkdirAt(ctx, 1, fmt.Sprintf("a%03d", i), 0); err != nil {
+		if _, err := clientx.At(clientx.Auto(cl, clientx.Async)).MkdirAt(ctx, 1, fmt.Sprintf("a%03d", i), 0); err != nil {
 			t.Fatal(err)
 		}
 		if i == synced-1 {

@@ -53,10 +53,7 @@ func TestPowerCutKeepsAcknowledgedCommits(t *testing.T) {
 
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	tx, err := cl.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	var problems []string
 	for i, model := range models {
@@ -134,10 +131,7 @@ func commitRounds(ctx context.Context, cl *client.Client, i, rounds, bs int) (ma
 		data := bytes.Repeat([]byte(fmt.Sprintf("client %d round %d;", i, r)), (r*4099)%(3*bs)/20+1)
 		counter := append([]byte(fmt.Sprintf("%08d", r)), " counter"...)
 		line := []byte(fmt.Sprintf("round %d of client %d\n", r, i))
-		tx, err := cl.Begin(ctx)
-		if err != nil {
-			return model, err
-		}
+		tx := cl.Begin()
 		err = func() error {
 			f, err := tx.CreateFile(ctx, name, client.CreateOptions{Rep: 1 + (i+r)%2})
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/wire"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -205,7 +206,7 @@ func TestHostileOldReadTicketAfterAppend(t *testing.T) {
 	testkit.MustOK(t, "credential", err)
 	// The owner makes it private and appends a secret.
 	mode := fs.FileMode(0o600)
-	_, err = admin.Auto(client.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Mode: &mode})
+	_, err = clientx.Auto(admin, clientx.Durable).SetAttr(ctx, fi.Ino, client.SetAttr{Mode: &mode})
 	testkit.MustOK(t, "chmod", err)
 	testkit.AppendTo(t, admin, "/f", []byte("the secret"), false)
 	whole := testkit.DataCall(t, addr, bobCred, &wire.DataReq{Op: wire.DataRead, Block: x.Replicas[0].Start, Ticket: x.Tickets[0]}, nil)

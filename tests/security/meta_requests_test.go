@@ -133,9 +133,9 @@ func TestInodeAccessFollowsPaths(t *testing.T) {
 	}
 	bob := c.Client(client.Config{CredentialFile: c.IssueCredential("bob", auth.RoleUser)})
 	defer bob.Close()
-	tx, _ := bob.Begin(ctx)
+	tx := bob.Begin()
 	defer tx.Abort(ctx)
-	if _, err := tx.Stat(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
+	if _, err := tx.StatInode(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
 		t.Errorf("stat by inode: %v, want permission denied", err)
 	}
 	if _, err := tx.OpenInode(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
@@ -144,7 +144,7 @@ func TestInodeAccessFollowsPaths(t *testing.T) {
 	if _, err := tx.Blocks(ctx, f.Ino); !errors.Is(err, client.ErrPermission) {
 		t.Errorf("block list by inode: %v, want permission denied", err)
 	}
-	if _, err := tx.Stat(ctx, dir.Ino); err != nil {
+	if _, err := tx.StatInode(ctx, dir.Ino); err != nil {
 		t.Errorf("stat of /alice/private itself (its parent is searchable): %v", err)
 	}
 	conn := testkit.RawAs(t, c, c.IssueCredential("bob2", auth.RoleUser))
@@ -155,7 +155,7 @@ func TestInodeAccessFollowsPaths(t *testing.T) {
 	// Alice reaches her own file by number.
 	al := c.Client(client.Config{CredentialFile: aliceCred})
 	defer al.Close()
-	atx, _ := al.Begin(ctx)
+	atx := al.Begin()
 	defer atx.Abort(ctx)
 	af, err := atx.OpenInode(ctx, f.Ino)
 	if err != nil {

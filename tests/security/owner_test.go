@@ -16,13 +16,14 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/wire"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
 
 // TestHostileCreateAsIgnoredForUsers: an ordinary user asking to create
-// as someone else (Txn.CreateAs, or raw OpCreate requests with FlagOwner
+// as someone else (clientx.CreateAs, or raw OpCreate requests with FlagOwner
 // and FlagGroup naming root, another user or a group she is not in, by
 // path, by name in a directory, with missing parents) gets what she
 // creates owned by herself; a superuser's CreateAs is honoured.
@@ -46,17 +47,17 @@ func TestHostileCreateAsIgnoredForUsers(t *testing.T) {
 	defer alice.Close()
 	// Through the client library.
 	testkit.MustOK(t, "alice CreateAs", alice.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-		tx.CreateAs("root", "root")
-		if _, err := tx.CreateAt(ctx, pub.Ino, "lib-file", client.CreateOptions{}); err != nil {
+		clientx.CreateAs(tx, "root", "root")
+		if _, err := clientx.At(tx).CreateAt(ctx, pub.Ino, "lib-file", client.CreateOptions{}); err != nil {
 			return err
 		}
-		if _, err := tx.MkdirAt(ctx, pub.Ino, "lib-dir", 0o755); err != nil {
+		if _, err := clientx.At(tx).MkdirAt(ctx, pub.Ino, "lib-dir", 0o755); err != nil {
 			return err
 		}
-		if _, err := tx.SymlinkAt(ctx, "lib-file", pub.Ino, "lib-link"); err != nil {
+		if _, err := clientx.At(tx).SymlinkAt(ctx, "lib-file", pub.Ino, "lib-link"); err != nil {
 			return err
 		}
-		_, err := tx.MknodAt(ctx, pub.Ino, "lib-fifo", client.TypeFIFO, 0o644, 0)
+		_, err := clientx.At(tx).MknodAt(ctx, pub.Ino, "lib-fifo", client.TypeFIFO, 0o644, 0)
 		return err
 	}))
 	// Raw requests, each committed in its own round trip.
@@ -77,11 +78,10 @@ func TestHostileCreateAsIgnoredForUsers(t *testing.T) {
 	}
 	// A superuser's CreateAs names the owner.
 	testkit.MustOK(t, "admin CreateAs", admin.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-		_, err := tx.CreateAs("bob", "staff").CreateAt(ctx, pub.Ino, "for-bob", client.CreateOptions{})
+		_, err := clientx.At(clientx.CreateAs(tx, "bob", "staff")).CreateAt(ctx, pub.Ino, "for-bob", client.CreateOptions{})
 		return err
 	}))
-	tx, err := admin.Begin(ctx)
-	testkit.MustOK(t, "begin", err)
+	tx := admin.Begin()
 	defer tx.Abort(ctx)
 	for _, p := range []string{"lib-file", "lib-dir", "lib-link", "lib-fifo", "raw-file", "raw-bob", "raw-dir", "a", "a/b", "a/b/c", "raw-link", "raw-at"} {
 		fi, err := tx.Lstat(ctx, "/pub/"+p)
@@ -189,8 +189,7 @@ func TestHostileDirNlinkUnderConcurrency(t *testing.T) {
 	t.Logf("%d of 240 transactions committed", done.Load())
 	check := func(cl *client.Client, when string) {
 		t.Helper()
-		tx, err := cl.Begin(ctx)
-		testkit.MustOK(t, "begin", err)
+		tx := cl.Begin()
 		defer tx.Abort(ctx)
 		var walk func(p string) int
 		dirs := 0
@@ -283,7 +282,7 @@ func TestHostileMountCallerCannotTakeOver(t *testing.T) {
 	ctx := context.Background()
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	tx, err := cl.Begin(ctx)
+	tx := cl.Begin()
 	testkit.MustOK(t, "begin", err)
 	defer tx.Abort(ctx)
 	if fi, err := tx.Lstat(ctx, "/pub/mine"); err != nil || fi.User != "12345" || fi.Group != "23456" {

@@ -212,7 +212,7 @@ func (s *staleSetup) victim(t *testing.T, cfg client.Config, rep int) {
 	if fi.Mode.Perm() != 0o600 {
 		t.Fatalf("alice's file has mode %v", fi.Mode)
 	}
-	tx, _ := admin.Begin(ctx)
+	tx := admin.Begin()
 	xs, err := tx.Blocks(ctx, fi.Ino)
 	tx.Abort(ctx)
 	if err != nil {

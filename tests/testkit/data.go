@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 )
 
 // CommitMany commits n directory creations from each of w clients, durable
 // or async, and returns the names acknowledged.
-func CommitMany(t *testing.T, c *clustertest.Procs, tag string, w, n int, d client.Durability) []string {
+func CommitMany(t *testing.T, c *clustertest.Procs, tag string, w, n int, d clientx.Durability) []string {
 	t.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -33,7 +34,7 @@ func CommitMany(t *testing.T, c *clustertest.Procs, tag string, w, n int, d clie
 				name := fmt.Sprintf("%s%d-%04d-", tag, i, j)
 				// Long names make the log fill (and start over) quickly.
 				name += fmt.Sprintf("%0200d", j)
-				if _, err := cl.Auto(d).MkdirAt(ctx, 1, name, 0); err != nil {
+				if _, err := clientx.At(clientx.Auto(cl, d)).MkdirAt(ctx, 1, name, 0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -53,7 +54,7 @@ func CheckPresent(t *testing.T, c *clustertest.Procs, names []string) {
 	t.Helper()
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	tx, _ := cl.Begin(context.Background())
+	tx := cl.Begin()
 	defer tx.Abort(context.Background())
 	ents, err := tx.ReadDir(context.Background(), "/")
 	if err != nil {
@@ -119,7 +120,7 @@ func WriteRep2(t *testing.T, cl *client.Client, path string, data []byte) {
 func AppendTo(t *testing.T, cl *client.Client, path string, data []byte, abort bool) {
 	t.Helper()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	f, err := tx.Open(ctx, path)
 	MustOK(t, "open", err)
 	_, err = f.WriteAt(data, f.Size())
@@ -196,7 +197,7 @@ func WriteFile(t *testing.T, cl *client.Client, path string, data []byte, rep in
 func ReadFile(t *testing.T, cl *client.Client, path string) []byte {
 	t.Helper()
 	ctx := context.Background()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, path)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 )
@@ -36,7 +37,7 @@ func PlasmaOwner(t *testing.T, c *clustertest.Procs, path string) string {
 	t.Helper()
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	fi, err := cl.Auto(client.Durable).Lstat(context.Background(), path)
+	fi, err := clientx.Auto(cl, clientx.Durable).Lstat(context.Background(), path)
 	MustOK(t, "stat "+path, err)
 	return fi.User + ":" + fi.Group
 }

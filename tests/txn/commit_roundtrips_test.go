@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -19,15 +20,14 @@ func TestCommitAttachesWithTheCommit(t *testing.T) {
 	cl := c.Client(client.Config{})
 	defer cl.Close()
 	data := bytes.Repeat([]byte("x"), 3000)
-	before := cl.NamenodeRequests()
-	tx, err := cl.Begin(ctx)
-	testkit.MustOK(t, "begin", err)
+	before := clientx.NamenodeRequests(cl)
+	tx := cl.Begin()
 	f, err := tx.CreateFile(ctx, "/f", client.CreateOptions{})
 	testkit.MustOK(t, "create", err)
 	_, err = f.Write(data)
 	testkit.MustOK(t, "write", err)
 	testkit.MustOK(t, "commit", tx.Commit(ctx))
-	if n := cl.NamenodeRequests() - before; n != 3 {
+	if n := clientx.NamenodeRequests(cl) - before; n != 3 {
 		t.Errorf("create, write and commit took %d namenode requests, want 3 (create, allocate, attach with the commit)", n)
 	}
 	if got := testkit.ReadFile(t, cl, "/f"); !bytes.Equal(got, data) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -19,8 +20,8 @@ func TestConcurrentWritersSameFileConflict(t *testing.T) {
 	ctx := context.Background()
 	testkit.WriteFile(t, cl, "/shared", []byte("base"), 1)
 
-	tx1, _ := cl.Begin(ctx)
-	tx2, _ := cl.Begin(ctx)
+	tx1 := cl.Begin()
+	tx2 := cl.Begin()
 	f1, err := tx1.Open(ctx, "/shared")
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +49,8 @@ func TestConcurrentWritersSameFileConflict(t *testing.T) {
 		t.Fatalf("content %q", got)
 	}
 	// Two transactions creating the same name: the second conflicts at once.
-	a, _ := cl.Begin(ctx)
-	b, _ := cl.Begin(ctx)
+	a := cl.Begin()
+	b := cl.Begin()
 	if _, err := a.Mkdir(ctx, "/d", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +69,8 @@ func TestConcurrentWritersDifferentFilesCommit(t *testing.T) {
 	defer cl2.Close()
 	ctx := context.Background()
 	d1, d2 := testkit.RandomBytes(t, 500000), testkit.RandomBytes(t, 700000)
-	tx1, _ := cl1.Begin(ctx)
-	tx2, _ := cl2.Begin(ctx)
+	tx1 := cl1.Begin()
+	tx2 := cl2.Begin()
 	f1, err := tx1.CreateFile(ctx, "/a", client.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestReaderKeepsOldVersion(t *testing.T) {
 	old := testkit.RandomBytes(t, 40*bs)
 	testkit.WriteFile(t, cl, "/f", old, 2)
 
-	rtx, _ := cl.Begin(ctx)
+	rtx := cl.Begin()
 	defer rtx.Abort(ctx)
 	rf, err := rtx.Open(ctx, "/f")
 	if err != nil {
@@ -162,7 +163,7 @@ func TestUnlinkWhileOpen(t *testing.T) {
 	testkit.WriteFile(t, cl, "/victim", data, 1)
 	before, _ := cl.FsStat(ctx)
 
-	rtx, _ := cl.Begin(ctx)
+	rtx := cl.Begin()
 	rf, err := rtx.Open(ctx, "/victim")
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +202,7 @@ func TestReadNeedsNoNamenode(t *testing.T) {
 	bs := int(c.Opts.Blocksize)
 	data := testkit.RandomBytes(t, 64*bs+5)
 	testkit.WriteFile(t, cl, "/r", data, 2)
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	defer tx.Abort(ctx)
 	f, err := tx.Open(ctx, "/r")
 	if err != nil {
@@ -209,11 +210,11 @@ func TestReadNeedsNoNamenode(t *testing.T) {
 	}
 	one := make([]byte, 1)
 	f.ReadAt(one, 0)
-	stats0, err := cl.NamenodeStats(ctx)
+	stats0, err := clientx.NamenodeStats(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client0 := cl.NamenodeRequests()
+	client0 := clientx.NamenodeRequests(cl)
 	buf := make([]byte, bs)
 	for i := 0; i < 200; i++ {
 		blk := (i * 37) % 65
@@ -231,10 +232,10 @@ func TestReadNeedsNoNamenode(t *testing.T) {
 	if !bytes.Equal(all.Bytes(), data) {
 		t.Fatal("sequential read differs")
 	}
-	if d := cl.NamenodeRequests() - client0; d != 0 {
+	if d := clientx.NamenodeRequests(cl) - client0; d != 0 {
 		t.Fatalf("client sent %d namenode requests while reading", d)
 	}
-	stats1, _ := cl.NamenodeStats(ctx)
+	stats1, _ := clientx.NamenodeStats(ctx, cl)
 	// Between the two samples the namenode serves the second stats call,
 	// datanode heartbeats and connection keepalives, nothing else.
 	d := stats1.Requests - stats0.Requests - (stats1.PerOp["heartbeat"] - stats0.PerOp["heartbeat"]) -

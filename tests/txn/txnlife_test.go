@@ -14,6 +14,7 @@ import (
 
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
@@ -105,7 +106,7 @@ func TestIdleTxnNotResumed(t *testing.T) {
 	defer cl.Close()
 	watcher := c.Client(client.Config{})
 	defer watcher.Close()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	if _, err := tx.Create(ctx, "/first-half", client.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +135,12 @@ func TestAbortWaitsForFlush(t *testing.T) {
 	bs := int(c.Opts.Blocksize)
 	testkit.WriteFile(t, cl, "/f", testkit.RandomBytes(t, bs), 1)
 	for round := 0; round < 20; round++ {
-		tx, _ := cl.Begin(ctx)
+		tx := cl.Begin()
 		f, err := tx.Open(ctx, "/f")
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.FlushBlocks = 1
+		clientx.SetFlushBlocks(f, 1)
 		if _, err := f.Write(testkit.RandomBytes(t, 4*bs)); err != nil { // starts a background flush
 			t.Fatal(err)
 		}
@@ -250,7 +251,7 @@ func TestOpenSeesOneVersion(t *testing.T) {
 			cl := c.Client(client.Config{})
 			defer cl.Close()
 			for !done.Load() {
-				tx, _ := cl.Begin(ctx)
+				tx := cl.Begin()
 				f, err := tx.Open(ctx, "/v")
 				if err != nil {
 					t.Error(err)
@@ -302,7 +303,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 	p := testkit.NewProxy(t, c.NN.Addr)
 	cl := c.Client(client.Config{Namenodes: []string{p.Addr()}, KeepaliveInterval: -1})
 	defer cl.Close()
-	tx, _ := cl.Begin(ctx)
+	tx := cl.Begin()
 	if _, err := tx.Create(ctx, "/maybe", client.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/internal/clustertest"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -295,7 +296,7 @@ func plasmaStat(t *testing.T, c *clustertest.Procs, path string) client.FileInfo
 	t.Helper()
 	cl := c.Client(client.Config{})
 	defer cl.Close()
-	fi, err := cl.Auto(client.Durable).Lstat(context.Background(), path)
+	fi, err := clientx.Auto(cl, clientx.Durable).Lstat(context.Background(), path)
 	testkit.MustOK(t, "stat "+path, err)
 	return fi
 }

@@ -1,10 +1,11 @@
-package client
+package clientx
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 //
 // The lease is counted from before the request was sent, so it ends here
 // before it ends at the namenode. It also ends when the client's
-// namenode connection is replaced (Valid reports false).
+// namenode connection is replaced (LeaseValid reports false).
 type DirLease struct {
 	Dir     uint64
 	Expires time.Time
@@ -29,21 +30,17 @@ type DirLease struct {
 	gen   uint64
 }
 
-// LeaseDir asks for a lease on directory dir, or renews the client's
-// running one. ok is false when the namenode gives no lease now (another
-// client holds or recently gave up one, or the directory is too large).
-func (c *Client) LeaseDir(ctx context.Context, dir uint64) (l DirLease, ok bool, err error) {
-	nn, gen := c.conn()
+// LeaseDir asks for a lease on directory dir, or renews c's running one.
+// ok is false when the namenode gives no lease now (another client holds
+// or recently gave up one, or the directory is too large).
+func LeaseDir(ctx context.Context, c *client.Client, dir uint64) (l DirLease, ok bool, err error) {
 	sent := time.Now()
-	r, err := nn.Call(ctx, &wire.Request{Op: wire.OpLeaseDir, Ino: dir})
+	r, gen, err := hooks.LeaseCall(c, ctx, &wire.Request{Op: wire.OpLeaseDir, Ino: dir})
 	if err != nil {
 		return DirLease{}, false, err
 	}
-	if err := c.noteResponse(r); err != nil {
-		return DirLease{}, false, err
-	}
 	if len(r.Counters) < 2 {
-		return DirLease{}, false, fmt.Errorf("%w: lease of directory %d: short answer", ErrInternal, dir)
+		return DirLease{}, false, fmt.Errorf("%w: lease of directory %d: short answer", client.ErrInternal, dir)
 	}
 	if r.Counters[0] == 0 {
 		return DirLease{}, false, nil
@@ -55,8 +52,7 @@ func (c *Client) LeaseDir(ctx context.Context, dir uint64) (l DirLease, ok bool,
 }
 
 // LeaseValid reports whether l still holds: not expired, and granted on
-// the client's current namenode connection.
-func (c *Client) LeaseValid(l DirLease) bool {
-	_, gen := c.conn()
-	return l.gen == gen && time.Now().Before(l.Expires)
+// c's current namenode connection.
+func LeaseValid(c *client.Client, l DirLease) bool {
+	return l.gen == hooks.Generation(c) && time.Now().Before(l.Expires)
 }
