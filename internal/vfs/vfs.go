@@ -60,6 +60,7 @@ type VFS struct {
 	cancel context.CancelFunc
 
 	names *dirNames // directories whose every name this mount knows
+	scans *dirScans // directories whose names are looked up one after another
 
 	cmu     sync.Mutex
 	attrs   map[uint64]cachedAttr
@@ -106,7 +107,7 @@ func New(c *client.Client, opt Options) *VFS {
 		opt.TTL = DefaultTTL
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel, names: newDirNames(c),
+	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel, names: newDirNames(c), scans: newDirScans(),
 		attrs: map[uint64]cachedAttr{}, entries: map[entryKey]cachedEntry{},
 		handles: map[uint64]*handle{}, states: map[uint64]*fileState{}}
 }
@@ -467,6 +468,7 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 	v.putAttrSince(a, epoch, true)
 	v.putEntry(dir, name, a.Ino)
 	v.names.note(dir, name)
+	v.scanAfter(ctx, dir, name)
 	if out := v.overlay(a); !v.changedSince(a.Ino, epoch) {
 		return out, nil
 	}
@@ -582,6 +584,9 @@ func (v *VFS) SetAttr(ctx context.Context, ino uint64, r SetAttrReq) (Attr, erro
 	if err != nil {
 		return Attr{}, err
 	}
+	// Attributes fetched before the change (a lookup, a listing) must not
+	// replace these when they arrive.
+	v.invalidate(ino)
 	v.putAttr(a)
 	return v.overlay(a), nil
 }
@@ -835,8 +840,9 @@ func (v *VFS) Unlink(ctx context.Context, dir uint64, name string) error {
 	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
 		err = nil // the attempt whose answer was lost removed it
 	}
-	v.dropEntry(dir, name)
+	// dir first: a listing fetched meanwhile must not put name back.
 	v.invalidate(dir, ino)
+	v.dropEntry(dir, name)
 	return err
 }
 
@@ -856,8 +862,9 @@ func (v *VFS) Rmdir(ctx context.Context, dir uint64, name string) error {
 	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
 		err = nil // the attempt whose answer was lost removed it
 	}
-	v.dropEntry(dir, name)
+	// dir first: a listing fetched meanwhile must not put name back.
 	v.invalidate(dir, ino)
+	v.dropEntry(dir, name)
 	return err
 }
 
@@ -902,9 +909,9 @@ func (v *VFS) Rename(ctx context.Context, sdir uint64, sname string, ddir uint64
 	// And again now: a lease granted while the rename was on its way may
 	// list ddir without it.
 	v.names.note(ddir, dname)
+	v.invalidate(sdir, ddir, src, dst)
 	v.dropEntry(sdir, sname)
 	v.dropEntry(ddir, dname)
-	v.invalidate(sdir, ddir, src, dst)
 	return err
 }
 
