@@ -76,8 +76,10 @@
 // in a directory this mount holds a lease on (leases.go): there Lookup
 // answers an absent name itself with an AbsentError, which a frontend may
 // cache until shortly before the lease ends (NegativeTimeout), since no
-// other client adds a name before. Attributes of a file with uncommitted
-// writes show the size and mtime of those writes.
+// other client adds a name before. A directory whose names are looked up
+// at the namenode one after another is listed with attributes instead
+// (scan.go), cached for the same TTL. Attributes of a file with
+// uncommitted writes show the size and mtime of those writes.
 //
 // # Owners
 //

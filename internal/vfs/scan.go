@@ -26,6 +26,9 @@ type dirScan struct {
 	misses int       // namenode lookups in the directory since start
 	start  time.Time // of the current count
 	busy   bool      // a listing is being fetched
+	// failedUntil: a listing failed (a directory the mount's credential
+	// may search but not read, say): none is tried again before then.
+	failedUntil time.Time
 }
 
 const (
@@ -38,6 +41,9 @@ const (
 	scanPage = 256
 	// maxScanDirs bounds the directories counted at once.
 	maxScanDirs = 1024
+	// scanFailedWait: after a listing failed, the directory is not listed
+	// again this long.
+	scanFailedWait = 10 * time.Second
 )
 
 func newDirScans() *dirScans { return &dirScans{dirs: map[uint64]*dirScan{}} }
@@ -66,18 +72,22 @@ func (s *dirScans) missed(dir uint64, ttl time.Duration) bool {
 		d.misses, d.start = 0, now
 	}
 	d.misses++
-	if d.busy || d.misses < scanAfterMisses {
+	if d.busy || d.misses < scanAfterMisses || now.Before(d.failedUntil) {
 		return false
 	}
 	d.busy, d.misses, d.start = true, 0, now
 	return true
 }
 
-// done ends the listing missed asked for.
-func (s *dirScans) done(dir uint64) {
+// done ends the listing missed asked for; failed: it could not be made,
+// and is not tried again for scanFailedWait.
+func (s *dirScans) done(dir uint64, failed bool) {
 	s.mu.Lock()
 	if d := s.dirs[dir]; d != nil {
 		d.busy = false
+		if failed {
+			d.failedUntil = time.Now().Add(scanFailedWait)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -89,7 +99,6 @@ func (v *VFS) scanAfter(ctx context.Context, dir uint64, name string) {
 	if v.opt.TTL <= 0 || !v.scans.missed(dir, v.opt.TTL) {
 		return
 	}
-	defer v.scans.done(dir)
 	epoch := v.attrEpoch()
 	var page []client.DirEntry
 	err := v.auto(ctx, func(tx *client.Txn) error {
@@ -97,10 +106,10 @@ func (v *VFS) scanAfter(ctx context.Context, dir uint64, name string) {
 		page, _, err = tx.ReadDirPage(ctx, dir, name, scanPage, true)
 		return err
 	})
-	if err != nil {
-		return
+	v.scans.done(dir, err != nil)
+	if err == nil {
+		v.putListing(dir, page, epoch)
 	}
-	v.putListing(dir, page, epoch)
 }
 
 // putListing caches the entries of dir and their attributes, fetched
