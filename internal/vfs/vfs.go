@@ -66,8 +66,9 @@ type VFS struct {
 	attrs   map[uint64]cachedAttr
 	entries map[entryKey]cachedEntry
 	// epoch counts invalidations (guarded by cmu): attributes of an inode
-	// fetched while it was invalidated may predate the change that
-	// announced, so they are neither cached nor answered (see GetAttr).
+	// fetched while it was invalidated may predate the change the
+	// invalidation announced, so they are neither cached nor answered
+	// (see GetAttr).
 	// Each cached inode keeps the epoch of its last invalidation, so an
 	// invalidation of one inode does not send concurrent fetches of
 	// others to the namenode again. pruned is the epoch of the last
