@@ -188,10 +188,20 @@ func (fs *FS) fillAttrOut(a vfs.Attr, out *fuse.AttrOut) {
 	fs.fillAttr(a, &out.Attr)
 }
 
-// Lookup answers LOOKUP.
+// Lookup answers LOOKUP. A name the mount knows is absent (a directory
+// lease: no other client adds it meanwhile) is answered as a negative
+// entry the kernel caches until shortly before the lease ends, so lookups
+// of it again (a build probing include paths, a shell its PATH) stay in
+// the kernel.
 func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	a, err := fs.v.Lookup(ctx(), h.NodeId, name)
 	if err != nil {
+		if d, ok := fs.v.NegativeTimeout(err); ok {
+			// Node id 0 with a timeout: a cached "no such name".
+			*out = fuse.EntryOut{}
+			out.SetEntryTimeout(d)
+			return fuse.OK
+		}
 		return status(err)
 	}
 	fs.fillEntry(a, out)

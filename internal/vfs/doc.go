@@ -72,9 +72,14 @@
 // Attributes and directory entries are cached for Options.TTL (default
 // 1s), which frontends also give the kernel or NFS client. What this VFS
 // changes it updates or drops in its cache at once; changes of other
-// clients show within the TTL. Negative lookups are not cached. Attributes
-// of a file with uncommitted writes show the size and mtime of those
-// writes.
+// clients show within the TTL. Negative lookups are not cached, except
+// in a directory this mount holds a lease on (leases.go): there Lookup
+// answers an absent name itself with an AbsentError, which a frontend may
+// cache until shortly before the lease ends (NegativeTimeout), since no
+// other client adds a name before. A directory whose names are looked up
+// at the namenode one after another is listed with attributes instead
+// (scan.go), cached for the same TTL. Attributes of a file with
+// uncommitted writes show the size and mtime of those writes.
 //
 // # Owners
 //

@@ -50,25 +50,27 @@ func newDirNames(c *client.Client) *dirNames {
 	return &dirNames{c: c, dirs: map[uint64]*leasedDir{}, misses: map[uint64]int{}, refused: map[uint64]time.Time{}}
 }
 
-// absent reports whether name is known not to exist in dir, renewing the
-// lease when half of it has run. Only names the namenode would take are
-// answered here: for any other it has the right error (ENAMETOOLONG, say).
-func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
+// absent reports whether name is known not to exist in dir, and until
+// when at least (the end of the lease, as this mount counts it: before the
+// namenode's), renewing the lease when half of it has run. Only names the
+// namenode would take are answered here: for any other it has the right
+// error (ENAMETOOLONG, say).
+func (d *dirNames) absent(ctx context.Context, dir uint64, name string) (until time.Time, ok bool) {
 	if name == "" || len(name) > client.MaxNameLen || strings.ContainsAny(name, "/\x00") {
-		return false
+		return time.Time{}, false
 	}
 	d.mu.Lock()
 	ld := d.dirs[dir]
 	if ld == nil {
 		d.mu.Unlock()
-		return false
+		return time.Time{}, false
 	}
 	if !clientx.LeaseValid(d.c, ld.lease) {
 		if !ld.busy {
 			delete(d.dirs, dir)
 		}
 		d.mu.Unlock()
-		return false
+		return time.Time{}, false
 	}
 	renew := !ld.busy && time.Until(ld.lease.Expires) < ld.lease.Term/2
 	if renew {
@@ -82,10 +84,12 @@ func (d *dirNames) absent(ctx context.Context, dir uint64, name string) bool {
 	defer d.mu.Unlock()
 	ld = d.dirs[dir]
 	if ld == nil || !clientx.LeaseValid(d.c, ld.lease) {
-		return false
+		return time.Time{}, false
 	}
-	_, known := ld.names[name]
-	return !known
+	if _, known := ld.names[name]; known {
+		return time.Time{}, false
+	}
+	return ld.lease.Expires, true
 }
 
 // missed records that the namenode found no name in dir; the second

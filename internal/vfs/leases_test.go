@@ -30,7 +30,7 @@ func TestDirNamesBounded(t *testing.T) {
 	for range leaseAfterMisses {
 		n.missed(ctx, d.Ino)
 	}
-	if !n.absent(ctx, d.Ino, "anything") {
+	if _, ok := n.absent(ctx, d.Ino, "anything"); !ok {
 		t.Fatalf("no lease on a new directory with %d ended leases held (%d left)", maxLeasedDirs, len(n.dirs))
 	}
 	if len(n.dirs) != 1 {

@@ -61,14 +61,22 @@ type VFS struct {
 	cancel context.CancelFunc
 
 	names *dirNames // directories whose every name this mount knows
+	scans *dirScans // directories whose names are looked up one after another
 
 	cmu     sync.Mutex
 	attrs   map[uint64]cachedAttr
 	entries map[entryKey]cachedEntry
-	// epoch counts invalidations (guarded by cmu): attributes fetched
-	// while one happened may predate the change it announced, so they are
-	// neither cached nor answered (see GetAttr).
-	epoch uint64
+	// epoch counts invalidations (guarded by cmu): attributes of an inode
+	// fetched while it was invalidated may predate the change the
+	// invalidation announced, so they are neither cached nor answered
+	// (see GetAttr).
+	// Each cached inode keeps the epoch of its last invalidation, so an
+	// invalidation of one inode does not send concurrent fetches of
+	// others to the namenode again. pruned is the epoch of the last
+	// pruning, which forgets those records: fetches begun before it
+	// count as crossed by an invalidation.
+	epoch  uint64
+	pruned uint64
 
 	hmu     sync.Mutex
 	nextFH  uint64
@@ -79,6 +87,9 @@ type VFS struct {
 type cachedAttr struct {
 	a   Attr
 	exp time.Time
+	// inval is the epoch of the inode's last invalidation. An
+	// invalidated inode's entry stays (a.Ino 0, no attributes) to keep it.
+	inval uint64
 }
 
 type entryKey struct {
@@ -98,7 +109,7 @@ func New(c *client.Client, opt Options) *VFS {
 		opt.TTL = DefaultTTL
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel, names: newDirNames(c),
+	return &VFS{c: c, opt: opt, ids: newIDMap(opt.Owner), bg: bg, cancel: cancel, names: newDirNames(c), scans: newDirScans(),
 		attrs: map[uint64]cachedAttr{}, entries: map[entryKey]cachedEntry{},
 		handles: map[uint64]*handle{}, states: map[uint64]*fileState{}}
 }
@@ -164,18 +175,31 @@ func (v *VFS) attrEpoch() uint64 {
 	return v.epoch
 }
 
-// putAttrSince caches a unless, with checked set, an invalidation happened
-// since epoch (a was fetched before it, and may be what it replaced).
+// changedSince reports whether inode ino was invalidated after epoch
+// (attributes of it fetched since may predate the change).
+func (v *VFS) changedSince(ino, epoch uint64) bool {
+	v.cmu.Lock()
+	defer v.cmu.Unlock()
+	return v.changedSinceLocked(ino, epoch)
+}
+
+func (v *VFS) changedSinceLocked(ino, epoch uint64) bool {
+	return v.pruned > epoch || v.attrs[ino].inval > epoch
+}
+
+// putAttrSince caches a unless, with checked set, a's inode was
+// invalidated since epoch (a was fetched before, and may be what the
+// change replaced).
 func (v *VFS) putAttrSince(a Attr, epoch uint64, checked bool) {
 	if v.opt.TTL <= 0 || a.Ino == 0 {
 		return
 	}
 	v.cmu.Lock()
-	if checked && v.epoch != epoch {
+	if checked && v.changedSinceLocked(a.Ino, epoch) {
 		v.cmu.Unlock()
 		return
 	}
-	v.attrs[a.Ino] = cachedAttr{a, time.Now().Add(v.opt.TTL)}
+	v.attrs[a.Ino] = cachedAttr{a, time.Now().Add(v.opt.TTL), v.attrs[a.Ino].inval}
 	if len(v.attrs) > 1<<16 {
 		v.pruneLocked()
 	}
@@ -198,10 +222,16 @@ func (v *VFS) putEntry(dir uint64, name string, ino uint64) {
 // cache grows large).
 func (v *VFS) pruneLocked() {
 	now := time.Now()
+	forgot := false // a record of an invalidation
 	for k, e := range v.attrs {
 		if now.After(e.exp) {
+			forgot = forgot || e.inval != 0
 			delete(v.attrs, k)
 		}
+	}
+	if forgot {
+		v.epoch++
+		v.pruned = v.epoch
 	}
 	for k, e := range v.entries {
 		if now.After(e.exp) {
@@ -214,7 +244,7 @@ func (v *VFS) cachedAttr(ino uint64) (Attr, bool) {
 	v.cmu.Lock()
 	defer v.cmu.Unlock()
 	e, ok := v.attrs[ino]
-	if !ok || time.Now().After(e.exp) {
+	if !ok || e.a.Ino == 0 || time.Now().After(e.exp) {
 		return Attr{}, false
 	}
 	return e.a, true
@@ -236,7 +266,12 @@ func (v *VFS) invalidate(inos ...uint64) {
 	v.cmu.Lock()
 	v.epoch++
 	for _, ino := range inos {
-		delete(v.attrs, ino)
+		if ino != 0 {
+			v.attrs[ino] = cachedAttr{inval: v.epoch}
+		}
+	}
+	if len(v.attrs) > 1<<16 {
+		v.pruneLocked()
 	}
 	v.cmu.Unlock()
 }
@@ -390,7 +425,7 @@ func (v *VFS) GetAttr(ctx context.Context, ino uint64) (Attr, error) {
 			v.putAttrSince(a, epoch, true)
 		}
 		out := v.overlay(a)
-		if try == 3 || v.attrEpoch() == epoch {
+		if try == 3 || !v.changedSince(ino, epoch) {
 			return out, nil
 		}
 	}
@@ -411,14 +446,14 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 	epoch := v.attrEpoch()
 	if ino, ok := v.cachedEntry(dir, name); ok {
 		if a, ok := v.cachedAttr(ino); ok {
-			if out := v.overlay(a); v.attrEpoch() == epoch {
+			if out := v.overlay(a); !v.changedSince(ino, epoch) {
 				return out, nil
 			}
 			return v.GetAttr(ctx, ino) // fetched across an invalidation
 		}
 	}
-	if v.names.absent(ctx, dir, name) {
-		return Attr{}, fmt.Errorf("%s: %w", name, client.ErrNotFound)
+	if until, ok := v.names.absent(ctx, dir, name); ok {
+		return Attr{}, &AbsentError{Name: name, Until: until}
 	}
 	var a Attr
 	var err error
@@ -435,7 +470,8 @@ func (v *VFS) Lookup(ctx context.Context, dir uint64, name string) (Attr, error)
 	v.putAttrSince(a, epoch, true)
 	v.putEntry(dir, name, a.Ino)
 	v.names.note(dir, name)
-	if out := v.overlay(a); v.attrEpoch() == epoch {
+	v.scanAfter(ctx, dir, name)
+	if out := v.overlay(a); !v.changedSince(a.Ino, epoch) {
 		return out, nil
 	}
 	return v.GetAttr(ctx, a.Ino) // fetched across an invalidation
@@ -550,6 +586,9 @@ func (v *VFS) SetAttr(ctx context.Context, ino uint64, r SetAttrReq) (Attr, erro
 	if err != nil {
 		return Attr{}, err
 	}
+	// Attributes fetched before the change (a lookup, a listing) must not
+	// replace these when they arrive.
+	v.invalidate(ino)
 	v.putAttr(a)
 	return v.overlay(a), nil
 }
@@ -803,8 +842,9 @@ func (v *VFS) Unlink(ctx context.Context, dir uint64, name string) error {
 	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
 		err = nil // the attempt whose answer was lost removed it
 	}
-	v.dropEntry(dir, name)
+	// dir first: a listing fetched meanwhile must not put name back.
 	v.invalidate(dir, ino)
+	v.dropEntry(dir, name)
 	return err
 }
 
@@ -824,8 +864,9 @@ func (v *VFS) Rmdir(ctx context.Context, dir uint64, name string) error {
 	if errLostOutcome(err) && errors.Is(err, client.ErrNotFound) {
 		err = nil // the attempt whose answer was lost removed it
 	}
-	v.dropEntry(dir, name)
+	// dir first: a listing fetched meanwhile must not put name back.
 	v.invalidate(dir, ino)
+	v.dropEntry(dir, name)
 	return err
 }
 
@@ -870,9 +911,9 @@ func (v *VFS) Rename(ctx context.Context, sdir uint64, sname string, ddir uint64
 	// And again now: a lease granted while the rename was on its way may
 	// list ddir without it.
 	v.names.note(ddir, dname)
+	v.invalidate(sdir, ddir, src, dst)
 	v.dropEntry(sdir, sname)
 	v.dropEntry(ddir, dname)
-	v.invalidate(sdir, ddir, src, dst)
 	return err
 }
 

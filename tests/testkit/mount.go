@@ -38,13 +38,20 @@ func NeedFUSE(t *testing.T) {
 // ready. Teardown unmounts it whatever happened.
 func StartMount(t *testing.T, c *clustertest.Procs, opts ...string) *Mount {
 	t.Helper()
+	return StartMountFlags(t, c, nil, opts...)
+}
+
+// StartMountFlags is StartMount with more flags for 'plasma mount'
+// (-admin-listen ADDR, say).
+func StartMountFlags(t *testing.T, c *clustertest.Procs, flags []string, opts ...string) *Mount {
+	t.Helper()
 	NeedFUSE(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	m := &Mount{t: t, Dir: dir, done: make(chan struct{}), log: &strings.Builder{}}
-	args := []string{"mount", dir}
+	args := append(append([]string{"mount"}, flags...), dir)
 	if len(opts) > 0 {
 		args = append(args, "-o", strings.Join(opts, ","))
 	}
