@@ -1,5 +1,5 @@
 // Datanode operations: plasma admin datanodes, plasma admin datanode
-// drain|disable|enable ID.
+// drain|disable|enable|remove ID.
 package cli
 
 import (
@@ -88,21 +88,26 @@ func printReplication(w io.Writer, s client.ReplicationStatus) {
 
 // adminDatanode changes a datanode's service state.
 func adminDatanode(ctx context.Context, args []string) error {
-	f := newFlags("admin datanode", "drain|disable|enable ID|IDENTITY [-wait]", `Change a datanode's service state. Superuser only.
+	f := newFlags("admin datanode", "drain|disable|enable|remove ID|IDENTITY [-wait]", `Change a datanode's service state. Superuser only.
   drain    move every replica off the datanode (it keeps serving reads until
            its replicas have copies elsewhere) and then keep it disabled;
            with -wait, report progress until it is empty
   disable  give it no new blocks; it keeps its replicas
   enable   put it back in service (also ends a drain)
-A drain is not recorded: after a namenode restart the datanode is disabled and
-the drain must be asked for again.`, true)
+  remove   take it out of the cluster for good: once it is drained, or once it
+           has been dead for the namenode's -dead-after with a copy of each of
+           its blocks on a live datanode (refused while it holds the only
+           replica of anything). Its volume is refused if it comes back; to
+           reuse the disk, initialise a new volume there.
+The namenode records each change before it answers: a drain goes on, and a
+removed datanode stays removed, after a namenode restart.`, true)
 	wait := f.Bool("wait", false, "drain: wait until the datanode holds no replica, reporting progress")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
 		op := f.pos[0]
 		switch op {
-		case "drain", "disable", "enable":
+		case "drain", "disable", "enable", "remove":
 		default:
-			return usagef("unknown datanode operation %q (drain, disable or enable)", op)
+			return usagef("unknown datanode operation %q (drain, disable, enable or remove)", op)
 		}
 		id, err := datanodeID(ctx, c, f.pos[1])
 		if err != nil {
@@ -159,7 +164,7 @@ func stateOf(s client.ReplicationStatus, id uint32) string {
 			return fmt.Sprintf("%s, %d blocks held", n.State, n.Replicas)
 		}
 	}
-	return "unknown"
+	return "removed from the cluster"
 }
 
 // datanodeID resolves a datanode named by its id or identity.
