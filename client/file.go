@@ -269,6 +269,7 @@ func (f *File) fetch(idx uint64, locs []location, crc uint32, buf []byte) error 
 			errs = append(errs, fmt.Sprintf("datanode %s (%s) is down: the namenode has no heartbeat from it (%v)", l.node, l.addr, err))
 			continue
 		}
+		f.reportDamaged(idx, l, crc, err)
 		errs = append(errs, err.Error())
 	}
 	return fmt.Errorf("%s: block %d unreadable on every replica: %s (request %s)", f.path, idx, strings.Join(errs, "; "), wire.FormatReqID(f.tx.reqID()))

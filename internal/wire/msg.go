@@ -36,12 +36,16 @@ const (
 	OpDelegate        // a credential delegated for job Path, for public key Path2 (PEM), valid Size ns: Paths[0] its chain (PEM)
 	OpNodeAdmin       // superuser: datanode operations (Path: status, drain, disable, enable; Index: datanode id); see namenode/nodeadmin.go
 	OpBadBlock        // datanode Node: its block Index fails its recorded checksum Count (the scrubber found it)
+	// OpReplicaDamaged: a reader found the replica Extents[0].Replicas[0]
+	// of block Index of Ino failing the committed checksum
+	// Extents[0].CRC[0]; the namenode has its datanode verify it.
+	OpReplicaDamaged
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock", "replicadamaged"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
