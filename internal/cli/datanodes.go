@@ -22,15 +22,24 @@ type jsonDatanodeStatus struct {
 	LastSeen string `json:"last_heartbeat,omitempty"` // RFC 3339
 	Copies   int    `json:"copies"`
 	Leaving  uint64 `json:"leaving"`
+	// The scrubber: end of its last full pass (RFC 3339), the blocks it
+	// verified, and the volume's blocks the current pass has gone through.
+	ScrubLastPass string `json:"scrub_last_pass,omitempty"`
+	ScrubVerified uint64 `json:"scrub_blocks_verified"`
+	ScrubPassed   uint64 `json:"scrub_passed_blocks"`
 }
 
-func datanodeRow(n client.DatanodeStatus) jsonDatanodeStatus {
+func datanodeRow(n client.DatanodeStatus, scrub client.ScrubProgress) jsonDatanodeStatus {
 	row := jsonDatanodeStatus{jsonTableRow: jsonTableRow{ID: n.ID, Identity: n.Identity, Addr: n.Addr, State: nodeState(n.Datanode),
 		Capacity: n.Blocks * uint64(n.Blocksize), Used: n.Used * uint64(n.Blocksize), Alive: n.Alive},
 		Service: n.State, Replicas: n.Replicas, Copies: n.Copies, Leaving: n.Leaving}
 	if !n.LastSeen.IsZero() {
 		row.LastSeen = n.LastSeen.UTC().Format(time.RFC3339)
 	}
+	if !scrub.LastPass.IsZero() {
+		row.ScrubLastPass = scrub.LastPass.UTC().Format(time.RFC3339)
+	}
+	row.ScrubVerified, row.ScrubPassed = scrub.Verified, scrub.Passed
 	return row
 }
 
@@ -42,16 +51,19 @@ replicas still counted; dead: down longer than the namenode's -dead-after, its
 replicas are being replaced; disabled: no new blocks; draining; drained),
 capacity, used, the blocks it holds replicas of, its last heartbeat, the
 re-replication copies it takes part in and the blocks waiting to leave it.
-Then the namenode's replication queue. Superuser only.`, true)
-	out := newPrinter(f, "one JSON object per datanode: id, identity, addr, state, capacity, used, alive (as admin_table),\nservice, replicas, last_heartbeat, copies, leaving")
+Then the namenode's replication queue, and how far each datanode's scrubber
+got (its last full pass, the blocks it verified, the current pass).
+Superuser only.`, true)
+	out := newPrinter(f, "one JSON object per datanode: id, identity, addr, state, capacity, used, alive (as admin_table),\nservice, replicas, last_heartbeat, copies, leaving, scrub_last_pass, scrub_blocks_verified,\nscrub_passed_blocks")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
 		s, err := c.ReplicationStatus(ctx)
 		if err != nil {
 			return err
 		}
+		scrub := scrubByNode(ctx, c, "admin datanodes")
 		if out.JSON() {
 			for _, n := range s.Nodes {
-				if err := out.item(datanodeRow(n), nil); err != nil {
+				if err := out.item(datanodeRow(n, scrub[n.ID]), nil); err != nil {
 					return err
 				}
 			}
@@ -61,7 +73,7 @@ Then the namenode's replication queue. Superuser only.`, true)
 		fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tCAPACITY\tUSED\tBLOCKS\tLAST HEARTBEAT\tCOPIES\tLEAVING")
 		now := time.Now()
 		for _, n := range s.Nodes {
-			r := datanodeRow(n)
+			r := datanodeRow(n, scrub[n.ID])
 			seen := "never"
 			if !n.LastSeen.IsZero() {
 				seen = now.Sub(n.LastSeen).Round(time.Second).String() + " ago"
@@ -73,6 +85,7 @@ Then the namenode's replication queue. Superuser only.`, true)
 			return err
 		}
 		printReplication(stdout, s)
+		printScrub(stdout, scrub, s.Nodes)
 		return nil
 	})
 }

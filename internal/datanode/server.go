@@ -72,6 +72,7 @@ type Server struct {
 	obs      *observer // metrics.go
 	stop     chan struct{}
 	bad      chan badBlock // found by the scrubber, for the namenode
+	scrubbed scrubProgress // how far the scrubber got, for the namenode
 	wg       sync.WaitGroup
 }
 
@@ -250,7 +251,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 			delay = retryMin
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := c.Call(ctx, &wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}})
+		resp, err := c.Call(ctx, s.scrubbed.report(&wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}}))
 		cancel()
 		if err == nil && resp.Code != wire.OK {
 			err = errors.New(resp.Msg)

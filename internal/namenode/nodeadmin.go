@@ -45,6 +45,8 @@ func (n *Namenode) opNodeAdmin(c *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 			}
 		}
 		return n.freshStatus(), nil
+	case "scrub":
+		return n.scrubStatus(), nil
 	case "balance":
 		n.log.Info("balancing datanodes")
 		n.replicationScan(time.Now(), nil) // the plan starts from fresh counts
@@ -73,7 +75,7 @@ func (n *Namenode) opNodeAdmin(c *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 		n.deferChange(ch)
 		return nil, n.answerDurable(c, n.freshStatus())
 	default:
-		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, balance, damaged, drain, disable, enable, remove", q.Path)
+		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, scrub, balance, damaged, drain, disable, enable, remove", q.Path)
 	}
 	n.log.Info("datanode state changed", "node", dn.Identity, "id", dn.ID, "op", q.Path)
 	ch := n.serviceChange(dn, rec, draining)

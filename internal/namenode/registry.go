@@ -18,6 +18,7 @@ type dnode struct {
 	lastSeen time.Time
 	conn     *conn
 	revoked  []uint64 // transaction tags to send with the next heartbeat answer
+	scrub    scrubReport
 }
 
 func (d *dnode) nodeInfo() wire.NodeInfo {

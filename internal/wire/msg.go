@@ -22,7 +22,7 @@ const (
 	OpFsStat          // filesystem totals
 	OpStats           // namenode counters
 	OpRegister        // a datanode announces itself (Node)
-	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used)
+	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used); its scrubber's last full pass (Mtime ns, Count blocks verified) and current position (Index)
 	OpNodes           // list datanodes
 	OpFsck            // metadata self-check; returns problems and every file's block list
 	OpPing            // no-op round trip
