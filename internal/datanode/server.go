@@ -243,7 +243,13 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 			c, err = s.register(ctx, addr, socket)
 			cancel()
 			if err != nil {
-				s.log.Warn("namenode unreachable, retrying", "namenode", s.cfg.Namenode, "in", delay, "err", err)
+				what := "namenode unreachable, retrying"
+				if !errors.As(err, new(unreachableError)) {
+					// Refused (e.g. removed from the cluster): the
+					// message says why and what to do.
+					what = "namenode refused this datanode, retrying"
+				}
+				s.log.Warn(what, "namenode", s.cfg.Namenode, "in", delay, "err", err)
 				retry = time.Now().Add(delay)
 				delay = min(2*delay, retryMax)
 				continue
