@@ -91,6 +91,7 @@ sections = [
     ("seq", "Sequential put/get/cat (seed 000, test 1)"),
     ("nfs", "A large file through the NFSv3 bridge with libnfs's nfs-cp, beside plasma put/get (issue 10: ≥ 0.60)"),
     ("webhdfs", "WebHDFS gateway: CREATE and OPEN beside plasma put/get, LISTSTATUS beside GETFILESTATUS of each entry (issue 26: ≥ 0.70; < 0.20)"),
+    ("rereplicate", "Re-replication of a killed datanode's data beside cp on the same disk, user reads during it beside before (issue 23: ≥ 0.5; ≥ 0.7)"),
     ("parallel-cat", "Parallel cats of one file (seed 000, test 2)"),
     ("random", "Random block reads without the namenode (seed 000, test 3)"),
     ("lookup", "Namenode lookups (seed 000, test 4)"),

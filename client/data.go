@@ -256,9 +256,9 @@ type location struct {
 }
 
 // readReplicas reads block idx of the file called name (blocksize bs)
-// from its replicas locs until one returns data matching the committed
-// checksum. It needs no lock.
-func (tx *Txn) readReplicas(ctx context.Context, name string, idx uint64, locs []location, crc uint32, buf []byte, bs int) error {
+// (inode ino) from its replicas locs until one returns data matching the
+// committed checksum; a replica failing it is reported (reportDamaged). It needs no lock.
+func (tx *Txn) readReplicas(ctx context.Context, name string, ino, idx uint64, locs []location, crc uint32, buf []byte, bs int) error {
 	var errs []string
 	for _, l := range locs {
 		if lf := tx.c.localFile(l.info); lf != nil {
@@ -288,6 +288,7 @@ func (tx *Txn) readReplicas(ctx context.Context, name string, idx uint64, locs [
 			errs = append(errs, fmt.Sprintf("datanode %s (%s) is down: the namenode has no heartbeat from it (%v)", l.node, l.addr, err))
 			continue
 		}
+		tx.reportDamaged(ctx, ino, idx, l, crc, err)
 		errs = append(errs, err.Error())
 	}
 	return fmt.Errorf("%s: block %d unreadable on every replica: %s (request %s)", name, idx, strings.Join(errs, "; "), wire.FormatReqID(tx.reqID()))

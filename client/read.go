@@ -124,7 +124,7 @@ func (r *blockReader) source(idx uint64, buf []byte) (locs []location, crc uint3
 
 // fetch reads block idx from its replicas (data.go). It needs no lock.
 func (r *blockReader) fetch(idx uint64, locs []location, crc uint32, buf []byte) error {
-	return r.tx.readReplicas(r.ctx, r.path, idx, locs, crc, buf, r.bs)
+	return r.tx.readReplicas(r.ctx, r.path, r.ino, idx, locs, crc, buf, r.bs)
 }
 
 // readBlock reads block idx into buf (len = blocksize). Called with the

@@ -642,7 +642,7 @@ func (w *blockWriter) fetchPrefix(idx uint64, src prefixSource, b []byte) error 
 	}
 	tmp := getBlockBuf(w.bs, false)
 	defer putBlockBuf(tmp)
-	if err := w.tx.readReplicas(w.ctx, w.path, idx, src.locs, src.crc, tmp, w.bs); err != nil {
+	if err := w.tx.readReplicas(w.ctx, w.path, w.ino, idx, src.locs, src.crc, tmp, w.bs); err != nil {
 		return err
 	}
 	copy(b[:src.valid], tmp[:src.valid])

@@ -43,6 +43,7 @@ var benchmarks = [][2]string{
 	{"build", "a parallel C build inside a mount beside local disk"},
 	{"webhdfs", "a large file written (CREATE) and read (OPEN) through the WebHDFS gateway beside put and get; LISTSTATUS beside GETFILESTATUS"},
 	{"nfs", "a large file copied through the NFSv3 bridge with libnfs nfs-cp beside put and get"},
+	{"rereplicate", "re-replication of a killed datanode's data beside cp on the same disk, and user reads during it beside before"},
 	{"warm-memory", "touch memory once so that first-touch costs of the hypervisor do not skew a comparison"},
 }
 
@@ -54,6 +55,7 @@ var commands = map[string]func(ctx context.Context, args []string) error{
 	"create-metrics": cmdBenchCreateMetrics,
 	"mr":             cmdBenchMR,
 	"webhdfs":        cmdBenchWebHDFS,
+	"rereplicate":    cmdBenchReReplicate,
 	"build":          cmdBenchBuild,
 	"fuse-loopback":  cmdFuseLoopback,
 	"echo-server":    cmdEchoServer,

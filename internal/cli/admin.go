@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | datanodes | datanode drain|disable|enable ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | datanodes | datanode drain|disable|enable|remove ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
 }
 
 func currentUser() string {
@@ -51,14 +51,15 @@ func cmdAdmin(ctx context.Context, args []string) error {
   backup FILE     write a consistent copy of the running namenode's metadata
   top             a live view of the namenode's operations, latencies and commits (from its /metrics)
   datanodes       list the datanodes: state, capacity, used, blocks, last heartbeat, copies, and the replication queue
-  datanode drain|disable|enable ID
-                  move every replica off a datanode, stop or resume giving it new blocks
+  datanode drain|disable|enable|remove ID
+                  move every replica off a datanode, stop or resume giving it new blocks,
+                  take a drained (or dead) datanode out of the cluster for good
   balance         move replicas from the fullest datanodes to the emptiest (e.g. after adding one)
 `)
 		return nil
 	}
 	if len(args) < 2 || args[0] != "user" || args[1] != "add" {
-		return usagef("'plasma admin user add NAME', 'plasma admin stats', 'plasma admin backup FILE', 'plasma admin datanodes', 'plasma admin datanode drain|disable|enable ID' or 'plasma admin balance'")
+		return usagef("'plasma admin user add NAME', 'plasma admin stats', 'plasma admin backup FILE', 'plasma admin datanodes', 'plasma admin datanode drain|disable|enable|remove ID' or 'plasma admin balance'")
 	}
 	f := newFlags("admin user add", "NAME [options]", "Issue a credential for user NAME, signed by the cluster CA. The file can be\ncopied to another machine and used there (PLASMAFS_CREDENTIAL) without a password.", false)
 	groups := f.String("group", "", "groups, comma-separated (default: a group named like the user)")

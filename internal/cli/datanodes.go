@@ -1,5 +1,5 @@
 // Datanode operations: plasma admin datanodes, plasma admin datanode
-// drain|disable|enable ID.
+// drain|disable|enable|remove ID.
 package cli
 
 import (
@@ -22,15 +22,24 @@ type jsonDatanodeStatus struct {
 	LastSeen string `json:"last_heartbeat,omitempty"` // RFC 3339
 	Copies   int    `json:"copies"`
 	Leaving  uint64 `json:"leaving"`
+	// The scrubber: end of its last full pass (RFC 3339), the blocks it
+	// verified, and the volume's blocks the current pass has gone through.
+	ScrubLastPass string `json:"scrub_last_pass,omitempty"`
+	ScrubVerified uint64 `json:"scrub_blocks_verified"`
+	ScrubPassed   uint64 `json:"scrub_passed_blocks"`
 }
 
-func datanodeRow(n client.DatanodeStatus) jsonDatanodeStatus {
+func datanodeRow(n client.DatanodeStatus, scrub client.ScrubProgress) jsonDatanodeStatus {
 	row := jsonDatanodeStatus{jsonTableRow: jsonTableRow{ID: n.ID, Identity: n.Identity, Addr: n.Addr, State: nodeState(n.Datanode),
 		Capacity: n.Blocks * uint64(n.Blocksize), Used: n.Used * uint64(n.Blocksize), Alive: n.Alive},
 		Service: n.State, Replicas: n.Replicas, Copies: n.Copies, Leaving: n.Leaving}
 	if !n.LastSeen.IsZero() {
 		row.LastSeen = n.LastSeen.UTC().Format(time.RFC3339)
 	}
+	if !scrub.LastPass.IsZero() {
+		row.ScrubLastPass = scrub.LastPass.UTC().Format(time.RFC3339)
+	}
+	row.ScrubVerified, row.ScrubPassed = scrub.Verified, scrub.Passed
 	return row
 }
 
@@ -42,16 +51,19 @@ replicas still counted; dead: down longer than the namenode's -dead-after, its
 replicas are being replaced; disabled: no new blocks; draining; drained),
 capacity, used, the blocks it holds replicas of, its last heartbeat, the
 re-replication copies it takes part in and the blocks waiting to leave it.
-Then the namenode's replication queue. Superuser only.`, true)
-	out := newPrinter(f, "one JSON object per datanode: id, identity, addr, state, capacity, used, alive (as admin_table),\nservice, replicas, last_heartbeat, copies, leaving")
+Then the namenode's replication queue, and how far each datanode's scrubber
+got (its last full pass, the blocks it verified, the current pass).
+Superuser only.`, true)
+	out := newPrinter(f, "one JSON object per datanode: id, identity, addr, state, capacity, used, alive (as admin_table),\nservice, replicas, last_heartbeat, copies, leaving, scrub_last_pass, scrub_blocks_verified,\nscrub_passed_blocks")
 	return withClient(ctx, f, args, 0, 0, func(c *client.Client) error {
 		s, err := c.ReplicationStatus(ctx)
 		if err != nil {
 			return err
 		}
+		scrub := scrubByNode(ctx, c, "admin datanodes")
 		if out.JSON() {
 			for _, n := range s.Nodes {
-				if err := out.item(datanodeRow(n), nil); err != nil {
+				if err := out.item(datanodeRow(n, scrub[n.ID]), nil); err != nil {
 					return err
 				}
 			}
@@ -61,7 +73,7 @@ Then the namenode's replication queue. Superuser only.`, true)
 		fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tCAPACITY\tUSED\tBLOCKS\tLAST HEARTBEAT\tCOPIES\tLEAVING")
 		now := time.Now()
 		for _, n := range s.Nodes {
-			r := datanodeRow(n)
+			r := datanodeRow(n, scrub[n.ID])
 			seen := "never"
 			if !n.LastSeen.IsZero() {
 				seen = now.Sub(n.LastSeen).Round(time.Second).String() + " ago"
@@ -73,6 +85,7 @@ Then the namenode's replication queue. Superuser only.`, true)
 			return err
 		}
 		printReplication(stdout, s)
+		printScrub(stdout, scrub, s.Nodes)
 		return nil
 	})
 }
@@ -88,21 +101,26 @@ func printReplication(w io.Writer, s client.ReplicationStatus) {
 
 // adminDatanode changes a datanode's service state.
 func adminDatanode(ctx context.Context, args []string) error {
-	f := newFlags("admin datanode", "drain|disable|enable ID|IDENTITY [-wait]", `Change a datanode's service state. Superuser only.
+	f := newFlags("admin datanode", "drain|disable|enable|remove ID|IDENTITY [-wait]", `Change a datanode's service state. Superuser only.
   drain    move every replica off the datanode (it keeps serving reads until
            its replicas have copies elsewhere) and then keep it disabled;
            with -wait, report progress until it is empty
   disable  give it no new blocks; it keeps its replicas
   enable   put it back in service (also ends a drain)
-A drain is not recorded: after a namenode restart the datanode is disabled and
-the drain must be asked for again.`, true)
+  remove   take it out of the cluster for good: once it is drained, or once it
+           has been dead for the namenode's -dead-after with a copy of each of
+           its blocks on a live datanode (refused while it holds the only
+           replica of anything). Its volume is refused if it comes back; to
+           reuse the disk, initialise a new volume there.
+The namenode records each change before it answers: a drain goes on, and a
+removed datanode stays removed, after a namenode restart.`, true)
 	wait := f.Bool("wait", false, "drain: wait until the datanode holds no replica, reporting progress")
 	return withClient(ctx, f, args, 2, 2, func(c *client.Client) error {
 		op := f.pos[0]
 		switch op {
-		case "drain", "disable", "enable":
+		case "drain", "disable", "enable", "remove":
 		default:
-			return usagef("unknown datanode operation %q (drain, disable or enable)", op)
+			return usagef("unknown datanode operation %q (drain, disable, enable or remove)", op)
 		}
 		id, err := datanodeID(ctx, c, f.pos[1])
 		if err != nil {
@@ -159,7 +177,7 @@ func stateOf(s client.ReplicationStatus, id uint32) string {
 			return fmt.Sprintf("%s, %d blocks held", n.State, n.Replicas)
 		}
 	}
-	return "unknown"
+	return "removed from the cluster"
 }
 
 // datanodeID resolves a datanode named by its id or identity.

@@ -237,12 +237,15 @@ failed), 3 no problems found but some replicas could not be checked (run it agai
 			Unchecked   []string                  `json:"unchecked"`
 			Replication *client.ReplicationStatus `json:"replication,omitempty"`
 		}{rep.Files, rep.Blocks, rep.Unsettled, append([]string{}, rep.Problems...), append([]string{}, rep.Unchecked...), nil}
+		var scrub map[uint32]client.ScrubProgress
 		if rerr == nil {
 			v.Replication = &repl
+			scrub = scrubByNode(ctx, c, "fsck")
 		}
 		err = out.item(v, func(w io.Writer) {
 			if rerr == nil {
 				printReplication(w, repl)
+				printScrub(w, scrub, repl.Nodes)
 			}
 			for _, p := range rep.Problems {
 				fmt.Fprintln(w, escapeText(p))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/rpc"
@@ -17,6 +18,24 @@ import (
 // acts only if it is the committed version's), which replaces the replica
 // from a good one before anybody reads it.
 
+// scrubProgress is how far the scrubber got: when its last full pass
+// ended and how many written blocks it verified, and how far the current
+// pass is. The heartbeats carry it to the namenode (plasma admin
+// datanodes, plasma fsck).
+type scrubProgress struct {
+	lastPass   atomic.Int64  // end of the last full pass (Unix ns; 0: none yet)
+	lastBlocks atomic.Uint64 // written blocks it verified
+	passed     atomic.Uint64 // blocks of the volume the current pass has passed
+	verified   atomic.Uint64 // written blocks the current pass verified so far
+}
+
+// report puts the progress into heartbeat q (wire.OpHeartbeat) and
+// returns q.
+func (p *scrubProgress) report(q *wire.Request) *wire.Request {
+	q.Mtime, q.Count, q.Index = p.lastPass.Load(), p.lastBlocks.Load(), p.passed.Load()
+	return q
+}
+
 // badBlock is a damaged block found by the scrubber.
 type badBlock struct {
 	block uint64
@@ -24,11 +43,12 @@ type badBlock struct {
 }
 
 // ScrubCheck reads block under its stripe lock (no write is half done)
-// and reports whether it is written and fails its recorded checksum, with
-// that checksum. Blocks never written are not checked. buf holds a block.
-func (s *BlockStore) ScrubCheck(block uint64, buf []byte) (bad bool, crc uint32, err error) {
+// and reports whether it is written (checked) and fails its recorded
+// checksum, with that checksum. Blocks never written are not checked.
+// buf holds a block.
+func (s *BlockStore) ScrubCheck(block uint64, buf []byte) (checked, bad bool, crc uint32, err error) {
 	if err := s.check(block, 1); err != nil {
-		return false, 0, err
+		return false, false, 0, err
 	}
 	m := s.stripe(block)
 	m.Lock()
@@ -37,15 +57,15 @@ func (s *BlockStore) ScrubCheck(block uint64, buf []byte) (bad bool, crc uint32,
 	gen, crc := s.gens[block], s.crcs[block]
 	s.mu.RUnlock()
 	if gen == 0 && crc == 0 {
-		return false, 0, nil
+		return false, false, 0, nil
 	}
 	if _, _, err := s.ReadN(block, buf, NoTicket); err != nil {
 		if errors.Is(err, ErrChecksum) {
-			return true, crc, nil
+			return true, true, crc, nil
 		}
-		return false, 0, err
+		return false, false, 0, err
 	}
-	return false, crc, nil
+	return true, false, crc, nil
 }
 
 // scrub runs passes over the volume until the server stops.
@@ -60,15 +80,22 @@ func (s *Server) scrub() {
 	if !s.sleepUntil(time.Now().Add(first)) {
 		return
 	}
+	p := &s.scrubbed
 	for {
 		start := time.Now()
+		p.passed.Store(0)
+		p.verified.Store(0)
 		for b := uint64(0); b < s.store.Config.Blocks; b++ {
 			// Paced: block b may start once b blocks' worth of the rate
 			// has passed since the pass began.
 			if !s.sleepUntil(start.Add(time.Duration(float64(b) * bs / float64(s.cfg.ScrubRate) * float64(time.Second)))) {
 				return
 			}
-			bad, crc, err := s.store.ScrubCheck(b, buf)
+			checked, bad, crc, err := s.store.ScrubCheck(b, buf)
+			p.passed.Store(b + 1)
+			if checked {
+				p.verified.Add(1)
+			}
 			if err != nil {
 				s.log.Warn("scrub: block could not be read", "block", b, "err", err)
 				continue
@@ -81,6 +108,9 @@ func (s *Server) scrub() {
 				}
 			}
 		}
+		p.lastBlocks.Store(p.verified.Load())
+		p.lastPass.Store(time.Now().UnixNano())
+		p.passed.Store(0) // until the next pass starts
 		if !s.sleepUntil(start.Add(s.cfg.ScrubInterval)) {
 			return
 		}

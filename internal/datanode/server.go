@@ -72,6 +72,7 @@ type Server struct {
 	obs      *observer // metrics.go
 	stop     chan struct{}
 	bad      chan badBlock // found by the scrubber, for the namenode
+	scrubbed scrubProgress // how far the scrubber got, for the namenode
 	wg       sync.WaitGroup
 }
 
@@ -242,7 +243,13 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 			c, err = s.register(ctx, addr, socket)
 			cancel()
 			if err != nil {
-				s.log.Warn("namenode unreachable, retrying", "namenode", s.cfg.Namenode, "in", delay, "err", err)
+				what := "namenode unreachable, retrying"
+				if !errors.As(err, new(unreachableError)) {
+					// Refused (e.g. removed from the cluster): the
+					// message says why and what to do.
+					what = "namenode refused this datanode, retrying"
+				}
+				s.log.Warn(what, "namenode", s.cfg.Namenode, "in", delay, "err", err)
 				retry = time.Now().Add(delay)
 				delay = min(2*delay, retryMax)
 				continue
@@ -250,7 +257,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 			delay = retryMin
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := c.Call(ctx, &wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}})
+		resp, err := c.Call(ctx, s.scrubbed.report(&wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}}))
 		cancel()
 		if err == nil && resp.Code != wire.OK {
 			err = errors.New(resp.Msg)

@@ -34,7 +34,8 @@ var tables = []table{
 	{"inodes", []string{"ino", "type", "mode", "owner", "grp", "size", "nlink", "mtime", "ctime", "rep", "seq", "target"}, 1, "iiissiiiiiis"},
 	{"names", []string{"parent", "name", "ino"}, 2, "isi"},
 	{"extents", []string{"ino", "idx", "count", "replicas", "crcs", "gen"}, 2, "iiibbi"},
-	{"datanodes", []string{"id", "identity", "blocks", "enabled"}, 1, "isiB"},
+	{"datanodes", []string{"id", "identity", "blocks", "enabled", "draining"}, 1, "isiBB"},
+	{"removed_datanodes", []string{"id", "identity"}, 1, "is"},
 	{"counters", []string{"name", "value"}, 1, "si"},
 	{"namespace", []string{"id"}, 1, "s"},
 }

@@ -21,10 +21,14 @@ import (
 // InoLimit, Touch), every list as its length and its elements. Integers
 // are uvarints, except checksums and datanode ids (u32) and sizes and
 // times (i64), which are little-endian.
+//
+// Format 2 adds, after each change's Touch, its datanode records: Drains
+// (by id: id, flag) and RemoveNodes (id, identity). The earlier fields
+// are encoded as in format 1.
 
 // LogFormat is the format version EncodeChanges writes. A change of the
 // encoding gets a new version, and DecodeChanges keeps reading the old ones.
-const LogFormat = 1
+const LogFormat = 2
 
 // ErrNewerFormat is returned for a record of a format newer than LogFormat.
 var ErrNewerFormat = errors.New("record format newer than this program")
@@ -77,8 +81,28 @@ func EncodeChanges(changes []*Change) []byte {
 			e.uv(ino)
 			e.i64(c.Touch[ino])
 		}
+		ids := sortedIDs(c.Drains)
+		e.uv(uint64(len(ids)))
+		for _, id := range ids {
+			e.u32(id)
+			e.bool(c.Drains[id])
+		}
+		e.uv(uint64(len(c.RemoveNodes)))
+		for _, d := range c.RemoveNodes {
+			e.u32(d.ID)
+			e.str(d.Identity)
+		}
 	}
 	return e.b
+}
+
+func sortedIDs[V any](m map[uint32]V) []uint32 {
+	ids := make([]uint32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
 }
 
 func sortedInos[V any](m map[uint64]V) []uint64 {
@@ -200,9 +224,29 @@ func decodeBatch(d *decoder, version uint64) []*Change {
 				c.Touch[ino] = d.i64()
 			}
 		}
+		if version >= 2 {
+			decodeNodeRecords(d, c)
+		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// decodeNodeRecords decodes a change's datanode records (format 2).
+func decodeNodeRecords(d *decoder, c *Change) {
+	if k := d.count(5); k > 0 {
+		c.Drains = make(map[uint32]bool, k)
+		for ; k > 0 && d.err == nil; k-- {
+			id := d.u32()
+			c.Drains[id] = d.bool()
+		}
+	}
+	for k := d.count(5); k > 0 && d.err == nil; k-- {
+		var x RemovedDatanode
+		x.ID = d.u32()
+		x.Identity = d.str()
+		c.RemoveNodes = append(c.RemoveNodes, x)
+	}
 }
 
 func decodeInode(d *decoder, version uint64) Inode {

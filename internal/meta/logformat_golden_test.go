@@ -116,6 +116,17 @@ func dumpChange(b *strings.Builder, c *meta.Change) {
 	for _, ino := range sortedKeys(c.Touch) {
 		fmt.Fprintf(b, "  touch %d mtime=%d\n", ino, c.Touch[ino])
 	}
+	ids := make([]uint32, 0, len(c.Drains))
+	for id := range c.Drains {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		fmt.Fprintf(b, "  drain datanode %d %v\n", id, c.Drains[id])
+	}
+	for _, d := range c.RemoveNodes {
+		fmt.Fprintf(b, "  remove datanode %d identity=%s\n", d.ID, d.Identity)
+	}
 }
 
 func sortedKeys[V any](m map[uint64]V) []uint64 {

@@ -23,9 +23,11 @@ func TestLogFormatRoundTrip(t *testing.T) {
 				{Index: 2, Count: 1, Replicas: []Run{{Node: 3, Start: 1 << 33}}, CRC: []uint32{0xffffffff}}},
 			9: {},
 		},
-		PutNodes: []Datanode{{ID: 3, Identity: "dn3", Blocks: 1 << 20, Enabled: true}, {ID: 4, Identity: "dn4"}},
-		InoLimit: 65538,
-		Touch:    map[uint64]int64{1: 42, 2: 43},
+		PutNodes:    []Datanode{{ID: 3, Identity: "dn3", Blocks: 1 << 20, Enabled: true}, {ID: 4, Identity: "dn4"}},
+		InoLimit:    65538,
+		Touch:       map[uint64]int64{1: 42, 2: 43},
+		Drains:      map[uint32]bool{3: true, 5: false},
+		RemoveNodes: []RemovedDatanode{{ID: 6, Identity: "dn6"}},
 	}, {DelInodes: []uint64{7}}}
 	b := EncodeChanges(in)
 	if b[0] != 0 || b[1] != LogFormat {

@@ -58,10 +58,11 @@ func TestPostgresRefusals(t *testing.T) {
 	})
 	t.Run("OlderSchemaUntilUpgrade", func(t *testing.T) {
 		u, db := formatted(t)
-		// As a database made before migrations 3 (the extents' gen) and
-		// 4 (the views) is.
+		// As a database made before migrations 3 (the extents' gen), 4
+		// (the views) and 5 (drain marks, removed datanodes) is.
 		if err := pg.Exec(db, `DROP VIEW files_on_datanode, usage_by_owner, files, paths, replicas`,
-			`ALTER TABLE extents DROP COLUMN gen`, `UPDATE schema_version SET version = 2`); err != nil {
+			`ALTER TABLE extents DROP COLUMN gen`, `ALTER TABLE datanodes DROP COLUMN draining`, `DROP TABLE removed_datanodes`,
+			`UPDATE schema_version SET version = 2`); err != nil {
 			t.Fatal(err)
 		}
 		refused(t, u, meta.OpenOptions{}, "schema version 2 is older than this program's: back the database up (pg_dump), then start the namenode once with -upgrade")

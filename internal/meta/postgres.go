@@ -35,10 +35,12 @@ var pgMigrations = []string{
 	`CREATE TABLE namespace (id TEXT NOT NULL);`,
 	`ALTER TABLE extents ADD COLUMN gen BIGINT NOT NULL DEFAULT 0;`,
 	pgViews,
+	`ALTER TABLE datanodes ADD COLUMN draining BOOLEAN NOT NULL DEFAULT false;
+	CREATE TABLE removed_datanodes (id BIGINT PRIMARY KEY, identity TEXT NOT NULL UNIQUE);`,
 }
 
 // pgTables are the tables the namenode writes: its role must be allowed to.
-var pgTables = []string{"inodes", "names", "extents", "datanodes", "counters"}
+var pgTables = []string{"inodes", "names", "extents", "datanodes", "counters", "removed_datanodes"}
 
 // Postgres is a metadata store in a PostgreSQL database, one database per
 // namenode. Apply sends a batch's statements in one round trip (a pgx

@@ -41,6 +41,9 @@ var migrations = []string{
 	`ALTER TABLE extents ADD COLUMN gen INTEGER NOT NULL DEFAULT 0;`,
 	// Views for operators (views.go).
 	sqliteViews,
+	// Drain marks and removed datanodes (log format 2).
+	`ALTER TABLE datanodes ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
+	CREATE TABLE removed_datanodes (id INTEGER PRIMARY KEY, identity TEXT NOT NULL UNIQUE);`,
 }
 
 // SQL shared by SQLite and PostgreSQL; prepared once per store.
@@ -56,13 +59,16 @@ const (
 	sqlDelName    = `DELETE FROM names WHERE parent = $1 AND name = $2`
 	sqlPutName    = `INSERT INTO names VALUES ($1,$2,$3) ON CONFLICT (parent, name) DO UPDATE SET ino=excluded.ino`
 	sqlPutExtent  = `INSERT INTO extents (ino, idx, count, replicas, crcs, gen) VALUES ($1,$2,$3,$4,$5,$6)`
-	sqlPutNode    = `INSERT INTO datanodes VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
+	sqlPutNode    = `INSERT INTO datanodes (id, identity, blocks, enabled) VALUES ($1,$2,$3,$4) ON CONFLICT (id) DO UPDATE SET blocks=excluded.blocks, enabled=excluded.enabled`
+	sqlDrainNode  = `UPDATE datanodes SET draining = $2 WHERE id = $1`
+	sqlDelNode    = `DELETE FROM datanodes WHERE id = $1`
+	sqlRemoveNode = `INSERT INTO removed_datanodes VALUES ($1,$2) ON CONFLICT (id) DO NOTHING`
 )
 
 // CASE, not SQLite's max() or PostgreSQL's greatest(): both engines run it.
 const sqlTouch = `UPDATE inodes SET mtime = $2, ctime = CASE WHEN ctime > $2 THEN ctime ELSE $2 END WHERE ino = $1 AND mtime < $2`
 
-var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode, sqlLogSeq, sqlInoLimit}
+var statements = []string{sqlTouch, sqlPutInode, sqlDelInode, sqlDelExtents, sqlDelName, sqlPutName, sqlPutExtent, sqlPutNode, sqlDrainNode, sqlDelNode, sqlRemoveNode, sqlLogSeq, sqlInoLimit}
 
 // SQLite is the embedded metadata store: one database file in WAL mode.
 type SQLite struct {
@@ -414,20 +420,39 @@ func loadSnapshot(ctx context.Context, db *sql.DB) (*Snapshot, error) {
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load extents: %w", err)
 	}
-	rows, err = db.QueryContext(ctx, `SELECT id, identity, blocks, enabled FROM datanodes`)
+	rows, err = db.QueryContext(ctx, `SELECT id, identity, blocks, enabled, draining FROM datanodes`)
 	if err != nil {
 		return nil, fmt.Errorf("load datanodes: %w", err)
 	}
 	for rows.Next() {
 		var d Datanode
-		if err := rows.Scan(&d.ID, &d.Identity, &d.Blocks, &d.Enabled); err != nil {
+		var draining bool
+		if err := rows.Scan(&d.ID, &d.Identity, &d.Blocks, &d.Enabled, &draining); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load datanodes: %w", err)
 		}
 		snap.Datanodes = append(snap.Datanodes, d)
+		if draining {
+			snap.Draining = append(snap.Draining, d.ID)
+		}
 	}
 	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("load datanodes: %w", err)
+	}
+	rows, err = db.QueryContext(ctx, `SELECT id, identity FROM removed_datanodes ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("load removed datanodes: %w", err)
+	}
+	for rows.Next() {
+		var d RemovedDatanode
+		if err := rows.Scan(&d.ID, &d.Identity); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load removed datanodes: %w", err)
+		}
+		snap.Removed = append(snap.Removed, d)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, fmt.Errorf("load removed datanodes: %w", err)
 	}
 	var lim uint64
 	var logSeq int64
@@ -544,6 +569,19 @@ func apply(changes []*Change, exec func(q string, args ...any) error) error {
 		for _, d := range c.PutNodes {
 			if err := exec(sqlPutNode, int64(d.ID), d.Identity, int64(d.Blocks), d.Enabled); err != nil {
 				return fmt.Errorf("write datanode %s: %w", d.Identity, err)
+			}
+		}
+		for _, id := range sortedIDs(c.Drains) {
+			if err := exec(sqlDrainNode, int64(id), c.Drains[id]); err != nil {
+				return fmt.Errorf("write drain mark of datanode %d: %w", id, err)
+			}
+		}
+		for _, d := range c.RemoveNodes {
+			if err := exec(sqlDelNode, int64(d.ID)); err != nil {
+				return fmt.Errorf("remove datanode %s: %w", d.Identity, err)
+			}
+			if err := exec(sqlRemoveNode, int64(d.ID), d.Identity); err != nil {
+				return fmt.Errorf("remove datanode %s: %w", d.Identity, err)
 			}
 		}
 		for ino, mt := range c.Touch {

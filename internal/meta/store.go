@@ -75,12 +75,24 @@ type Datanode struct {
 	Enabled  bool
 }
 
+// RemovedDatanode is a datanode volume taken out of the cluster for good
+// (plasma admin datanode remove): its id is never handed out again and
+// its identity is refused if the volume comes back.
+type RemovedDatanode struct {
+	ID       uint32
+	Identity string
+}
+
 // Snapshot is the whole metadata, as loaded at start-up.
 type Snapshot struct {
 	Inodes    []Inode
 	Entries   []Entry
 	Blocks    map[uint64][]Extent
 	Datanodes []Datanode
+	// Draining lists the datanodes being drained (their replicas moved
+	// off; Change.Drains); Removed the datanodes removed for good.
+	Draining []uint32
+	Removed  []RemovedDatanode
 	// InoLimit is the first inode number never handed out: numbers below it
 	// may have been seen by clients and are never reused.
 	InoLimit uint64
@@ -97,7 +109,13 @@ type Change struct {
 	// Blocks replaces the whole block list of each inode named.
 	Blocks   map[uint64][]Extent
 	PutNodes []Datanode
-	InoLimit uint64 // raise the inode limit to this (0: unchanged)
+	// Drains sets (true) or clears (false) each datanode's drain mark
+	// (log format 2 and later).
+	Drains map[uint32]bool
+	// RemoveNodes deletes datanodes from the cluster for good, after
+	// PutNodes and Drains (log format 2 and later).
+	RemoveNodes []RemovedDatanode
+	InoLimit    uint64 // raise the inode limit to this (0: unchanged)
 	// Touch raises the mtime (and with it the ctime) of directories whose entries changed; it
 	// needs no lock and must not overwrite other attributes.
 	Touch map[uint64]int64

@@ -214,6 +214,12 @@ func (n *Namenode) copyBlocks(ctx context.Context, t *copyTask) error {
 // dataExchange sends the requests next yields (until nil) to the datanode
 // at addr and reads their answers; the first refusal is the error.
 func (n *Namenode) dataExchange(ctx context.Context, addr string, next func(k int) *wire.DataReq) error {
+	return n.dataExchangeAnswers(ctx, addr, next, nil)
+}
+
+// dataExchangeAnswers is dataExchange that also hands each answer, in
+// order, to got (if not nil).
+func (n *Namenode) dataExchangeAnswers(ctx context.Context, addr string, next func(k int) *wire.DataReq, got func(*wire.DataResp)) error {
 	raw, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
@@ -249,6 +255,9 @@ func (n *Namenode) dataExchange(ctx context.Context, addr string, next func(k in
 		}
 		if p.Status != wire.OK && first == nil {
 			first = errors.New(p.Msg)
+		}
+		if got != nil {
+			got(p)
 		}
 	}
 	return first

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ import (
 // commit makes (TestLogReplayGivesNamenodeState). Each must replay, forever, into
 // the state its namenode had (expected-state.txt). Format 0 is the format
 // from before the log had versions.
-var goldenLogs = []string{"../meta/testdata/logformat0", "../meta/testdata/logformat1"}
+var goldenLogs = []string{"../meta/testdata/logformat0", "../meta/testdata/logformat1", "../meta/testdata/logformat2"}
 
 // TestLogFormatGoldenReplays: each golden log replays into the checkpoint
 // database it was written over, giving exactly the state the namenode
@@ -153,6 +154,12 @@ func dumpSnapshot(s *meta.Snapshot) string {
 	for _, d := range s.Datanodes {
 		fmt.Fprintf(&b, "datanode %d identity=%s blocks=%d enabled=%v\n", d.ID, d.Identity, d.Blocks, d.Enabled)
 	}
+	for _, id := range s.Draining {
+		fmt.Fprintf(&b, "draining datanode %d\n", id)
+	}
+	for _, d := range s.Removed {
+		fmt.Fprintf(&b, "removed datanode %d identity=%s\n", d.ID, d.Identity)
+	}
 	fmt.Fprintf(&b, "ino_limit %d\nlog_seq %d\n", s.InoLimit, s.LogSeq)
 	return b.String()
 }
@@ -228,7 +235,7 @@ func writeGolden(t *testing.T, out string) {
 	}
 	go nn.Serve(ln)
 	var dns []*datanode.Server
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= 3; i++ {
 		vol := filepath.Join(work, fmt.Sprintf("dn%d", i))
 		if _, err := datanode.InitWith(vol, "golden", 64<<10, 16<<20, datanode.PreallocFallocate); err != nil {
 			t.Fatal(err)
@@ -252,6 +259,7 @@ func writeGolden(t *testing.T, out string) {
 		t.Fatal(err)
 	}
 	writeGoldenNamespace(t, cl)
+	writeGoldenNodeService(t, cl)
 	tree := clustertest.Tree(t, cl)
 	cl.Close()
 	for _, d := range dns {
@@ -383,6 +391,42 @@ func writeGoldenNamespace(t *testing.T, cl *client.Client) {
 	if err := cl.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeGoldenNodeService logs the datanode records (log format 2): one
+// datanode drained and enabled again, one drained (its replicas copied
+// to the others) and removed, one left draining.
+func writeGoldenNodeService(t *testing.T, cl *client.Client) {
+	ctx := context.Background()
+	nodes, err := cl.Datanodes(ctx)
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("datanodes: %v %v", nodes, err)
+	}
+	admin := func(op string, id uint32) {
+		t.Helper()
+		if _, err := cl.DatanodeAdmin(ctx, op, id); err != nil {
+			t.Fatalf("datanode %s %d: %v", op, id, err)
+		}
+	}
+	admin("drain", nodes[0].ID)
+	admin("enable", nodes[0].ID)
+	gone := nodes[2].ID
+	admin("drain", gone)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		s, err := cl.ReplicationStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(s.Nodes, func(n client.DatanodeStatus) bool { return n.ID == gone && n.State == "drained" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("datanode %d not drained after 60s: %+v", gone, s)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition
+	}
+	admin("remove", gone)
+	admin("drain", nodes[1].ID)
 }
 
 func copyFile(t *testing.T, src, dst string) {

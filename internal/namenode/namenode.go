@@ -316,6 +316,7 @@ func New(cfg Config) (*Namenode, error) {
 	for _, d := range snap.Datanodes {
 		n.nodes.add(d)
 	}
+	n.loadNodeService(snap)
 	// Inodes unlinked while open when the namenode stopped are deleted now:
 	// no transaction survives a restart.
 	var orphans []uint64

@@ -1,15 +1,14 @@
 package namenode
 
 // OpNodeAdmin: the replication queue and the datanodes' service states
-// (plasma admin datanodes, plasma admin datanode drain|disable|enable,
-// plasma fsck). Superuser only.
+// (plasma admin datanodes, plasma admin datanode
+// drain|disable|enable|remove, plasma fsck). Superuser only.
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
-	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -33,7 +32,7 @@ const (
 // maxStatusTasks bounds the copies in flight a status answer lists.
 const maxStatusTasks = 100
 
-func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+func (n *Namenode) opNodeAdmin(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	switch q.Path {
 	case "status":
 		return n.freshStatus(), nil
@@ -46,6 +45,8 @@ func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 			}
 		}
 		return n.freshStatus(), nil
+	case "scrub":
+		return n.scrubStatus(), nil
 	case "balance":
 		n.log.Info("balancing datanodes")
 		n.replicationScan(time.Now(), nil) // the plan starts from fresh counts
@@ -57,29 +58,41 @@ func (n *Namenode) opNodeAdmin(_ *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 		return nil, fail(wire.ErrCodeNotFound, "no datanode with id %d ('plasma admin datanodes' lists them)", q.Index)
 	}
 	rec := dn.Datanode
+	var draining bool
 	switch q.Path {
 	case "drain":
-		rec.Enabled = false
-		n.repl.draining[dn.ID] = true
+		rec.Enabled, draining = false, true
 	case "disable":
 		rec.Enabled = false
-		delete(n.repl.draining, dn.ID)
 	case "enable":
 		rec.Enabled = true
-		delete(n.repl.draining, dn.ID)
+	case "remove":
+		n.freshStatus() // counts every replica it holds, now
+		ch, err := n.removeDatanode(dn, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		n.deferChange(ch)
+		return nil, n.answerDurable(c, n.freshStatus())
 	default:
-		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, balance, damaged, drain, disable, enable", q.Path)
+		return nil, fail(wire.ErrCodeInvalid, "datanode operation %q: one of status, scrub, balance, damaged, drain, disable, enable, remove", q.Path)
 	}
 	n.log.Info("datanode state changed", "node", dn.Identity, "id", dn.ID, "op", q.Path)
-	if rec != dn.Datanode {
-		// In memory at once (allocations follow it); the record is a
-		// namenode-internal change, durable with the next batch. A drain
-		// lives in memory only: after a restart the datanode is disabled
-		// and a drain must be asked for again.
-		dn.Datanode = rec
-		n.deferChange(&meta.Change{PutNodes: []meta.Datanode{rec}})
+	ch := n.serviceChange(dn, rec, draining)
+	if ch == nil {
+		return n.freshStatus(), nil
 	}
-	return n.freshStatus(), nil
+	// In memory at once (allocations follow it); answered once the
+	// record (enabled, drain mark) is durable, so the state outlives a
+	// namenode restart from then on.
+	dn.Datanode = rec
+	if draining {
+		n.repl.draining[dn.ID] = true
+	} else {
+		delete(n.repl.draining, dn.ID)
+	}
+	n.deferChange(ch)
+	return nil, n.answerDurable(c, n.freshStatus())
 }
 
 // freshStatus scans before it answers, so that what it says (a datanode
@@ -131,7 +144,9 @@ func (n *Namenode) replicationStatus() *wire.Response {
 
 func (n *Namenode) nodeState(dn *dnode, now time.Time, s repScan) uint64 {
 	switch {
-	case n.repl.draining[dn.ID] && s.blocks[dn.ID] == 0:
+	case n.repl.draining[dn.ID] && s.blocks[dn.ID] == 0 && n.repl.busy[dn.ID] == 0:
+		// Empty, and no copy started before the drain is bringing a
+		// replica to it.
 		return nodeDrained
 	case n.repl.draining[dn.ID]:
 		return nodeDraining

@@ -21,13 +21,17 @@ type nodeRegistry struct {
 	byID        map[uint32]*dnode
 	byIdent     map[string]*dnode
 	registering map[string]uint32 // identity → reserved id, until durable
+	// removed holds the datanodes removed for good (nodesremove.go), by
+	// identity: their ids are never handed out again, their volumes are
+	// refused.
+	removed map[string]uint32
 	// turn is whose turn it is among datanodes with about as much free
 	// space as the roomiest, for a new single-replica file (allocator.go).
 	turn uint64
 }
 
 func newNodeRegistry() *nodeRegistry {
-	return &nodeRegistry{byID: map[uint32]*dnode{}, byIdent: map[string]*dnode{}, registering: map[string]uint32{}}
+	return &nodeRegistry{byID: map[uint32]*dnode{}, byIdent: map[string]*dnode{}, registering: map[string]uint32{}, removed: map[string]uint32{}}
 }
 
 // add records a datanode the store holds (at start-up or once its
@@ -37,6 +41,14 @@ func (r *nodeRegistry) add(d meta.Datanode) *dnode {
 	r.byID[d.ID] = dn
 	r.byIdent[d.Identity] = dn
 	return dn
+}
+
+// remove forgets dn for good: its id is never handed out again and its
+// identity stays refused (removed).
+func (r *nodeRegistry) remove(dn *dnode) {
+	delete(r.byID, dn.ID)
+	delete(r.byIdent, dn.Identity)
+	r.removed[dn.Identity] = dn.ID
 }
 
 // get returns the datanode with id, or nil.
@@ -80,6 +92,9 @@ func (r *nodeRegistry) nextID() uint32 {
 		next = max(next, k+1)
 	}
 	for _, k := range r.registering {
+		next = max(next, k+1)
+	}
+	for _, k := range r.removed {
 		next = max(next, k+1)
 	}
 	return next

@@ -85,9 +85,10 @@ func init() {
 		wire.OpSetBlocks: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return n.setBlocks(tx, who, q)
 		}},
-		wire.OpDelegate:  {opOutsideTxn, (*Namenode).opDelegate},
-		wire.OpNodeAdmin: {opSuperuser, (*Namenode).opNodeAdmin},
-		wire.OpBadBlock:  {opDatanode, (*Namenode).opBadBlock},
+		wire.OpDelegate:       {opOutsideTxn, (*Namenode).opDelegate},
+		wire.OpNodeAdmin:      {opSuperuser, (*Namenode).opNodeAdmin},
+		wire.OpBadBlock:       {opDatanode, (*Namenode).opBadBlock},
+		wire.OpReplicaDamaged: {opReachIno, (*Namenode).opReplicaDamaged},
 		wire.OpDropReplicas: {opNeedsTxn, func(n *Namenode, _ *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return nil, n.dropReplicas(tx, q.Pref)
 		}},

@@ -59,6 +59,7 @@ func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 	}
 	dn.alive = true
 	dn.lastSeen = time.Now()
+	dn.scrub = scrubReport{lastPass: q.Mtime, lastBlocks: q.Count, passed: q.Index}
 	revoked := dn.revoked
 	dn.revoked = nil
 	return &wire.Response{Counters: revoked}, nil

@@ -18,6 +18,7 @@ type dnode struct {
 	lastSeen time.Time
 	conn     *conn
 	revoked  []uint64 // transaction tags to send with the next heartbeat answer
+	scrub    scrubReport
 }
 
 func (d *dnode) nodeInfo() wire.NodeInfo {
@@ -89,6 +90,9 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		return nil, &wire.Response{Code: wire.ErrCodeInvalid, Nodes: []wire.NodeInfo{{Namespace: ns}},
 			Msg: fmt.Sprintf("datanode volume %s belongs to namespace %s, this namenode serves namespace %s (its database was replaced or formatted anew?): "+
 				"restore the namenode's database, or re-initialise the volume to reuse it here (its data is lost)", ni.Identity, ni.Namespace, ns)}
+	}
+	if msg := n.refuseRemoved(ni.Identity); msg != "" {
+		return refuse(wire.ErrCodeInvalid, "%s", msg)
 	}
 	if n.nodes.reserved(ni.Identity) {
 		return refuse(wire.ErrCodeUnavailable, "datanode identity %s is being registered already", ni.Identity)

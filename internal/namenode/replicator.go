@@ -74,6 +74,7 @@ type replicator struct {
 	// nothing if that is its committed checksum. forceFull asks for a
 	// full scan.
 	bad       map[wire.Run]uint32
+	verifying map[wire.Run]bool // replicas readers reported damaged, being verified (readerreport.go)
 	forceFull bool
 	balancing bool // plasma admin balance asked, not done yet
 	// moved counts the blocks balancing moves attached off each datanode

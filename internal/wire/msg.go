@@ -22,7 +22,7 @@ const (
 	OpFsStat          // filesystem totals
 	OpStats           // namenode counters
 	OpRegister        // a datanode announces itself (Node)
-	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used)
+	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used); its scrubber's last full pass (Mtime ns, Count blocks verified) and current position (Index)
 	OpNodes           // list datanodes
 	OpFsck            // metadata self-check; returns problems and every file's block list
 	OpPing            // no-op round trip
@@ -36,12 +36,16 @@ const (
 	OpDelegate        // a credential delegated for job Path, for public key Path2 (PEM), valid Size ns: Paths[0] its chain (PEM)
 	OpNodeAdmin       // superuser: datanode operations (Path: status, drain, disable, enable; Index: datanode id); see namenode/nodeadmin.go
 	OpBadBlock        // datanode Node: its block Index fails its recorded checksum Count (the scrubber found it)
+	// OpReplicaDamaged: a reader found the replica Extents[0].Replicas[0]
+	// of block Index of Ino failing the committed checksum
+	// Extents[0].CRC[0]; the namenode has its datanode verify it.
+	OpReplicaDamaged
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock", "replicadamaged"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {

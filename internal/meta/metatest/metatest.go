@@ -29,6 +29,7 @@ func Run(t *testing.T, e Engine) {
 	t.Run("DeletesAndReplaces", func(t *testing.T) { deletes(t, e) })
 	t.Run("CountersOnlyGrow", func(t *testing.T) { counters(t, e) })
 	t.Run("ReplayIsIdempotent", func(t *testing.T) { idempotent(t, e) })
+	t.Run("DrainsAndRemovals", func(t *testing.T) { drainsAndRemovals(t, e) })
 }
 
 func load(t *testing.T, s meta.Store) *meta.Snapshot {
