@@ -202,7 +202,8 @@ func (g *gateway) open(path, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := copyWhole(f, resp.Body); err != nil {
+	// Through Write only: the file's ReadFrom would copy in 32 KiB pieces.
+	if _, err := io.CopyBuffer(struct{ io.Writer }{f}, resp.Body, make([]byte, 1<<20)); err != nil {
 		f.Close()
 		return err
 	}
@@ -304,27 +305,4 @@ func removeBenchTree(ctx context.Context, c *client.Client, g *gateway, dir stri
 		}
 		return tx.Rmdir(ctx, dir)
 	})
-}
-
-// copyWhole copies r to the local file f in writes of 1 MiB, as 'plasma
-// get' writes whole blocks: a response body's reads return what the
-// socket holds at the moment, so that writing what each read returns
-// would write the local file in pieces of any size, unlike the
-// reference. (The file's ReadFrom would copy in 32 KiB pieces.)
-func copyWhole(f *os.File, r io.Reader) error {
-	buf := make([]byte, 1<<20)
-	for {
-		n, err := io.ReadFull(r, buf)
-		if n > 0 {
-			if _, werr := f.Write(buf[:n]); werr != nil {
-				return werr
-			}
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
