@@ -167,6 +167,7 @@ type clusterFlags struct {
 	record     *int
 	prefill    int64
 	plasmaPath *string
+	readsOnly  *bool
 	pos        []string
 	cfg        client.Config
 	c          *client.Client
@@ -196,6 +197,7 @@ func defineClusterFlags(f *cli.Flags) *clusterFlags {
 	o.record = f.Int("record", 64, "append: bytes per append")
 	f.Size(&o.prefill, "prefill", "append: bytes written (and fsynced) to the file before the timed appends")
 	o.plasmaPath = f.String("path", "/", "mount-seq: the PlasmaFS path of -target's directory (for the put/get reference)")
+	o.readsOnly = f.Bool("reads-only", false, "mount-seq: only the reads (the file is written once, untimed), which of a pair goes first alternating")
 	return o
 }
 
@@ -311,7 +313,7 @@ var clusterBenchmarks = map[string]func(ctx context.Context, o *clusterFlags) (*
 		if *o.target == "native" {
 			return nil, cli.Usagef("mount-seq needs -target DIR (a directory of a PlasmaFS mount) and -path (its PlasmaFS path)")
 		}
-		return bench.MountSeq(ctx, o.c, bench.MountSeqOptions{Target: *o.target, Path: *o.plasmaPath, Size: o.size, LocalDir: *o.localDir, Runs: *o.runs})
+		return bench.MountSeq(ctx, o.c, bench.MountSeqOptions{Target: *o.target, Path: *o.plasmaPath, Size: o.size, LocalDir: *o.localDir, Runs: *o.runs, ReadsOnly: *o.readsOnly})
 	},
 }
 

@@ -7,9 +7,9 @@ import (
 )
 
 // clusterMembers names the members of a 'cluster up' cluster that get an
-// admin port: the namenode, dn1..dnN, ts1..tsN (with task servers) and
-// the mount (with -mount).
-func clusterMembers(datanodes int, taskServers, mount bool) []string {
+// admin port: the namenode, dn1..dnN, ts1..tsN (with task servers), the
+// mount (with -mount) and the WebHDFS gateway (with -webhdfs).
+func clusterMembers(datanodes int, taskServers, mount, webhdfs bool) []string {
 	out := []string{"namenode"}
 	for i := 1; i <= datanodes; i++ {
 		out = append(out, fmt.Sprintf("dn%d", i))
@@ -19,6 +19,9 @@ func clusterMembers(datanodes int, taskServers, mount bool) []string {
 	}
 	if mount {
 		out = append(out, "mount")
+	}
+	if webhdfs {
+		out = append(out, "webhdfs")
 	}
 	return out
 }

@@ -285,7 +285,7 @@ func (u *clusterUp) chooseAddrs() error {
 	if err := u.chooseWebHDFSAddr(); err != nil {
 		return err
 	}
-	u.settings.AdminAddrs, err = keptAdminAddrs(u.settings.AdminAddrs, clusterMembers(u.n, u.tsSlots > 0, u.mountPoint != ""))
+	u.settings.AdminAddrs, err = keptAdminAddrs(u.settings.AdminAddrs, clusterMembers(u.n, u.tsSlots > 0, u.mountPoint != "", u.settings.WebHDFSAddr != ""))
 	return err
 }
 

@@ -12,11 +12,12 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/connlimit"
+	"github.com/plasmafs/plasma/internal/metrics"
 	"github.com/plasmafs/plasma/internal/nfsbridge"
 	"github.com/plasmafs/plasma/internal/webhdfs"
 )
 
-const webhdfsArgs = "-listen HOST:PORT [-trusted-proxies ADDR,NET/BITS,...] [-tls-cert FILE -tls-key FILE] [-idle-timeout D] [-max-upload SIZE]"
+const webhdfsArgs = "-listen HOST:PORT [-trusted-proxies ADDR,NET/BITS,...] [-tls-cert FILE -tls-key FILE] [-idle-timeout D] [-max-upload SIZE] [-admin-listen ADDR]"
 
 func init() {
 	register("webhdfs", webhdfsArgs, "serve PlasmaFS over Hadoop's WebHDFS REST API (Spark, hadoop fs, fsspec, curl)", cmdWebHDFS)
@@ -40,6 +41,7 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 	idle := f.durationRange("idle-timeout", webhdfs.DefaultIdleTimeout, time.Second, time.Hour, "give up on an upload or download that stalls this long")
 	var maxUpload int64
 	f.sizeRange(&maxUpload, "max-upload", 0, 1<<50, "largest CREATE or APPEND body (0: no limit)")
+	adminAddr := adminFlag(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -66,6 +68,19 @@ func cmdWebHDFS(ctx context.Context, args []string) error {
 		}
 		opt.Cluster = cred.Identity.Cluster
 	}
+	// The admin port's TLS clients are checked against the same cluster
+	// CA as the gateway's (without a credential it serves loopback only).
+	var adminCred *auth.Credential
+	if credErr == nil {
+		adminCred = cred
+	}
+	reqs := metrics.NewRequests("webhdfs", "WebHDFS requests received, by operation (other: no WebHDFS operation).")
+	dm, err := startAdmin(adminAddr, "webhdfs", adminCred, logger("warn"), reqs)
+	if err != nil {
+		return err
+	}
+	defer dm.Close()
+	opt.OnRequest = reqs.Inc
 	c, err := f.connect(ctx)
 	if err != nil {
 		return err

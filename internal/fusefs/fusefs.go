@@ -64,6 +64,12 @@ func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
 		DirectMountStrict: true,
 		MaxWrite:          1 << 20,
 		MaxBackground:     64,
+		// Reads are answered from memory (the client checks each block's
+		// checksum there), never from a descriptor go-fuse could splice
+		// from; left on, go-fuse tries a pipe for every READ reply first
+		// (and for a 1 MiB reply fails and logs "trySplice: ... max pipe
+		// size" each time) before it writes the bytes.
+		DisableSplice: true,
 		// O_TRUNC arrives with OPEN (handled in the file's transaction)
 		// instead of as a separate SETATTR.
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,

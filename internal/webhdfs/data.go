@@ -44,6 +44,15 @@ func (g *Gateway) open(rq *request) error {
 	if length >= 0 && length < n {
 		n = length
 	}
+	if length >= 0 && n > 0 {
+		bs, err := g.blocksize(rq.ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		if n <= int64(rangeReadAtBlocks*bs) {
+			return g.sendRange(rq, f, off, n)
+		}
+	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return err
 	}

@@ -7,7 +7,11 @@
 // in one PlasmaFS transaction, which commits with it (uploads commit when
 // the whole body has arrived; a failed or interrupted upload is aborted and
 // leaves nothing). File data streams between the HTTP body and the
-// datanodes through client.File, without buffering whole files.
+// datanodes through client.File, without buffering whole files: OPEN
+// with File.WriteTo (blocks read ahead, written to the connection as they
+// come, with a Content-Length), except a range of at most two blocks,
+// read with one ReadAt so that it costs the datanodes only the blocks it
+// covers.
 //
 // # Identity
 //

@@ -33,6 +33,9 @@ type Options struct {
 	MaxUpload int64
 	// Log receives one line per failed request (nil: slog.Default).
 	Log *slog.Logger
+	// OnRequest, if set, is told of each request by its operation (for
+	// metrics): see requestLabel for the names.
+	OnRequest func(op string)
 }
 
 // DefaultIdleTimeout is the default Options.IdleTimeout.
@@ -222,12 +225,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) parse(w http.ResponseWriter, r *http.Request) (*request, opSpec, error) {
 	rest, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
+		g.count(labelOther)
 		return nil, opSpec{}, excNotFound.errorf("%s is not a WebHDFS URL: paths start with %s/", r.URL.Path, Prefix)
 	}
 	q, err := parseParams(r.URL.RawQuery)
 	if err != nil {
+		g.count(labelOther)
 		return nil, opSpec{}, err
 	}
+	g.count(requestLabel(q.get("op")))
 	p, err := cleanPath(rest)
 	if err != nil {
 		return nil, opSpec{}, err

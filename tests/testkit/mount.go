@@ -2,10 +2,13 @@ package testkit
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -19,6 +22,9 @@ type Mount struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  *strings.Builder
+	// stderr is what the mount process has written to its standard
+	// error (also passed on to the test's).
+	stderr lockedBuffer
 }
 
 // NeedFUSE skips the test where FUSE mounts cannot be made (not root, no
@@ -57,7 +63,7 @@ func StartMountFlags(t *testing.T, c *clustertest.Procs, flags []string, opts ..
 	}
 	m.cmd = exec.Command(c.Bin, args...)
 	m.cmd.Env = c.Env()
-	m.cmd.Stderr = os.Stderr
+	m.cmd.Stderr = io.MultiWriter(os.Stderr, &m.stderr)
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +92,29 @@ func StartMountFlags(t *testing.T, c *clustertest.Procs, flags []string, opts ..
 		t.Fatalf("plasma mount did not mount (exit %d): %s", m.cmd.ProcessState.ExitCode(), m.log)
 	}
 	return m
+}
+
+// Stderr returns what the mount process has written to its standard
+// error so far: its log.
+func (m *Mount) Stderr() string { return m.stderr.String() }
+
+// lockedBuffer is a bytes.Buffer written by the process's output copier
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Path returns the path of name inside the mount.
