@@ -92,12 +92,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	} else if level != auth.None || dataLevel != auth.None {
 		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, ConfigFile())
 	}
-	var errs []error
-	for _, a := range cfg.Namenodes {
-		nn, err := rpc.Dial(ctx, a, level, cred)
+	{
+		nn, err := dialNamenode(ctx, cfg.Namenodes, level, cred)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return nil, err
 		}
 		host, _ := os.Hostname()
 		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
@@ -113,7 +111,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return c, nil
 	}
-	return nil, errors.Join(errs...)
 }
 
 // keepalive sends one small message per interval on the namenode
@@ -211,20 +208,15 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 		// per pause is enough to find it back.
 		return c.dialErr
 	}
-	var errs []error
-	for _, a := range c.cfg.Namenodes {
-		nn, err := rpc.Dial(ctx, a, c.level, c.cred)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.reqBase += c.nn.Requests()
-		c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
-		c.gen++
-		return nil
+	nn, err := dialNamenode(ctx, c.cfg.Namenodes, c.level, c.cred)
+	if err != nil {
+		c.dialErr, c.dialAt = err, time.Now()
+		return c.dialErr
 	}
-	c.dialErr, c.dialAt = errors.Join(errs...), time.Now()
-	return c.dialErr
+	c.reqBase += c.nn.Requests()
+	c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
+	c.gen++
+	return nil
 }
 
 // call sends q; outside a transaction, a broken connection is replaced
@@ -235,6 +227,9 @@ func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, err
 	}
 	nn, _ := c.conn()
 	r, err := nn.Call(ctx, q)
+	if err == nil && r.Code == wire.ErrCodeNotLeader && q.Txn == 0 {
+		err = c.leaderMoved(nn, r) // namenodes.go: a group's leader changed
+	}
 	if err != nil && errors.Is(err, rpc.ErrClosed) && q.Txn == 0 {
 		if rerr := c.reconnect(ctx, nn); rerr == nil {
 			nn, _ = c.conn()

@@ -88,6 +88,7 @@ func init() {
 		wire.OpDelegate:  {opOutsideTxn, (*Namenode).opDelegate},
 		wire.OpNodeAdmin: {opSuperuser, (*Namenode).opNodeAdmin},
 		wire.OpBadBlock:  {opDatanode, (*Namenode).opBadBlock},
+		wire.OpNamenodes: {0, (*Namenode).opNamenodes}, // group.go
 		wire.OpDropReplicas: {opNeedsTxn, func(n *Namenode, _ *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return nil, n.dropReplicas(tx, q.Pref)
 		}},

@@ -36,12 +36,13 @@ const (
 	OpDelegate        // a credential delegated for job Path, for public key Path2 (PEM), valid Size ns: Paths[0] its chain (PEM)
 	OpNodeAdmin       // superuser: datanode operations (Path: status, drain, disable, enable; Index: datanode id); see namenode/nodeadmin.go
 	OpBadBlock        // datanode Node: its block Index fails its recorded checksum Count (the scrubber found it)
+	OpNamenodes       // this namenode's place in its group, answered by every member: Paths [member id, role, leader's address], Counters [term, applied index, last log index, commit index]
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock", "namenodes"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -228,6 +229,10 @@ const (
 	ErrCodeNameTooLong
 	ErrCodeLoop
 	ErrCodeInternal
+	// ErrCodeNotLeader: a namenode of a group that is not its leader
+	// answers every request so; Paths[0] is the leader's address when it
+	// knows one (NotLeaderAddr).
+	ErrCodeNotLeader
 )
 
 // Response answers a Request.
