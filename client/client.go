@@ -211,6 +211,7 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 	nn, err := dialNamenode(ctx, c.cfg.Namenodes, c.level, c.cred)
 	if err != nil {
 		c.dialErr, c.dialAt = err, time.Now()
+		c.nn.FailWith(fmt.Errorf("%w: %w", rpc.ErrClosed, err)) // later calls on it say why
 		return c.dialErr
 	}
 	c.reqBase += c.nn.Requests()
@@ -227,7 +228,7 @@ func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, err
 	}
 	nn, _ := c.conn()
 	r, err := nn.Call(ctx, q)
-	if err == nil && r.Code == wire.ErrCodeNotLeader && q.Txn == 0 {
+	if err == nil && r.Code == wire.ErrCodeNotLeader && q.Txn == 0 && len(c.cfg.Namenodes) > 1 {
 		err = c.leaderMoved(nn, r) // namenodes.go: a group's leader changed
 	}
 	if err != nil && errors.Is(err, rpc.ErrClosed) && q.Txn == 0 {

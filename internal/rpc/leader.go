@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ func DialLeader(ctx context.Context, addrs []string, level auth.Level, cred *aut
 	}
 	deadline := time.Now().Add(FailoverWait)
 	pause := 50 * time.Millisecond
+	// What each member last answered (not leader, no leader known):
+	// more telling than a later failure to connect as ctx runs out.
+	answered := map[string]error{}
 	for {
 		last := map[string]error{}
 		queue := slices.Clone(addrs)
@@ -41,11 +45,14 @@ func DialLeader(ctx context.Context, addrs []string, level auth.Level, cred *aut
 			if _, seen := last[a]; seen {
 				continue
 			}
-			c, hint, err := probe(ctx, a, level, cred)
+			c, hint, answer, err := probe(ctx, a, level, cred)
 			if err == nil {
 				return c, nil
 			}
 			last[a] = err
+			if answer {
+				answered[a] = err
+			}
 			if hint != "" {
 				if _, seen := last[hint]; !seen {
 					queue = append([]string{hint}, queue...)
@@ -55,7 +62,7 @@ func DialLeader(ctx context.Context, addrs []string, level auth.Level, cred *aut
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			var msgs []string
 			for _, a := range addrs {
-				if err := last[a]; err != nil {
+				if err := cmp.Or(answered[a], last[a]); err != nil {
 					msgs = append(msgs, err.Error())
 				}
 			}
@@ -74,21 +81,32 @@ func DialLeader(ctx context.Context, addrs []string, level auth.Level, cred *aut
 // probe connects to addr and keeps the connection if that namenode
 // serves (a single namenode or a group's leader); otherwise it returns
 // the leader the member names ("" if none).
-func probe(ctx context.Context, addr string, level auth.Level, cred *auth.Credential) (*Conn, string, error) {
-	c, err := Dial(ctx, addr, level, cred)
+func probe(ctx context.Context, addr string, level auth.Level, cred *auth.Credential) (c *Conn, leader string, answered bool, err error) {
+	c, err = Dial(ctx, addr, level, cred)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	r, err := c.Keepalive(pctx, &wire.Request{Op: wire.OpPing}) // not counted as the caller's request
 	if err != nil {
 		c.Close()
-		return nil, "", fmt.Errorf("namenode %s: %w", addr, err)
+		return nil, "", false, fmt.Errorf("namenode %s: %w", addr, err)
 	}
 	if r.Code == wire.OK {
-		return c, "", nil
+		return c, "", true, nil
 	}
 	c.Close()
-	return nil, wire.NotLeaderAddr(r), fmt.Errorf("namenode %s: %s", addr, r.Msg)
+	return nil, wire.NotLeaderAddr(r), true, fmt.Errorf("namenode %s: %s", addr, r.Msg)
+}
+
+// FailWith marks the connection broken with err as the reason its later
+// calls report (wrapped in ErrNotSent): a broken connection whose
+// namenode could not be found again (no leader in the group, below a
+// majority) then says why, not only that it broke.
+func (c *Conn) FailWith(err error) {
+	c.fail(err)
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
 }
