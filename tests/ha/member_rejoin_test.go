@@ -1,0 +1,74 @@
+package ha
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plasmafs/plasma/client"
+)
+
+// Issue 22: a follower killed while commits go on catches up from the
+// group's log when it comes back: its own database then holds every
+// commit acknowledged while it was down.
+func TestRestartedFollowerCatchesUp(t *testing.T) {
+	g := startGroup(t, 3, 0)
+	ctx := context.Background()
+	l := g.leader()
+	var f *member
+	for _, m := range g.members {
+		if m != l {
+			f = m
+			break
+		}
+	}
+	g.kill(f)
+	cl := g.client()
+	defer cl.Close()
+	var names []string
+	for i := range 100 {
+		name := fmt.Sprintf("while-down-%03d", i)
+		if _, err := cl.Auto(client.Durable).MkdirAt(ctx, 1, name, 0); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	g.startMember(f, g.peers())
+	g.waitCaughtUp()
+	g.stopMembers()
+	if n := missing(names, rootNames(t, f)); n > 0 {
+		t.Fatalf("the restarted follower's database lacks %d of %d commits made while it was down", n, len(names))
+	}
+}
+
+// Issue 22: a member restarted with another peer list, or another id,
+// than its group recorded refuses to start and says what differs.
+func TestMismatchedPeersRefused(t *testing.T) {
+	g := startGroup(t, 3, 0)
+	m := g.members[2]
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	<-m.done
+	peers := strings.Split(g.peers(), ",")
+	for _, tc := range []struct {
+		name, peers, id, want string
+	}{
+		{"fewer peers", strings.Join(peers[1:], ","), m.id, "not -peers"},
+		{"another id", g.peers(), g.members[0].id, "not as -id"},
+	} {
+		// A member that started after all is stopped after a minute (and
+		// the test fails: no refusal).
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(cctx, g.bin, "namenode", "-db", m.db, "-security", "none", "-peers", tc.peers, "-id", tc.id)
+		cmd.Env = os.Environ()
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Fatalf("%s: %v\n%s\nwant a refusal saying %q", tc.name, err, out, tc.want)
+		}
+	}
+}
