@@ -186,7 +186,7 @@ func (g *group) client() *client.Client {
 
 // memberStatus is a member's answer to OpNamenodes.
 type memberStatus struct {
-	role, leader              string
+	role, leader                string
 	term, applied, last, commit uint64
 }
 
