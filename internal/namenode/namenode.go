@@ -412,7 +412,12 @@ func (in *inode) linkFrom(parent uint64, d int) {
 // their pending commits as unknown), and a restart reloads what is durable.
 func (n *Namenode) fatal(err error) {
 	n.cm.halt()
-	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
+	if n.cfg.Group != nil {
+		// Its member goes on in the group, answering "not the leader".
+		n.log.Warn("the namenode stops serving as its group's leader", "err", err)
+	} else {
+		n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
+	}
 	failure := fmt.Errorf("%w: %w", ErrStoreFailed, err)
 	n.failure.CompareAndSwap(nil, &failure)
 	n.srv.closeAll()

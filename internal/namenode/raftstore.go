@@ -29,7 +29,10 @@ var (
 )
 
 func openRaftStore(path string) (*raftStore, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true})
+	// The free list is not written at each commit (rebuilt at open) and
+	// the map is large enough from the start that appends rarely remap it.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true,
+		FreelistType: bolt.FreelistMapType, InitialMmapSize: 256 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("raft log %s: %w", path, err)
 	}
