@@ -92,25 +92,23 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	} else if level != auth.None || dataLevel != auth.None {
 		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, ConfigFile())
 	}
-	{
-		nn, err := dialNamenode(ctx, cfg.Namenodes, level, cred)
-		if err != nil {
-			return nil, err
-		}
-		host, _ := os.Hostname()
-		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
-		c.data = newDataPool(c)
-		c.nextTx.Store(uint64(time.Now().UnixNano()))
-		c.idSeed = rand.Uint64()
-		c.stopKeepalive = make(chan struct{})
-		c.keepaliveDone = make(chan struct{})
-		if cfg.KeepaliveInterval >= 0 {
-			go c.keepalive()
-		} else {
-			close(c.keepaliveDone)
-		}
-		return c, nil
+	nn, err := dialNamenode(ctx, cfg.Namenodes, level, cred)
+	if err != nil {
+		return nil, err
 	}
+	host, _ := os.Hostname()
+	c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
+	c.data = newDataPool(c)
+	c.nextTx.Store(uint64(time.Now().UnixNano()))
+	c.idSeed = rand.Uint64()
+	c.stopKeepalive = make(chan struct{})
+	c.keepaliveDone = make(chan struct{})
+	if cfg.KeepaliveInterval >= 0 {
+		go c.keepalive()
+	} else {
+		close(c.keepaliveDone)
+	}
+	return c, nil
 }
 
 // keepalive sends one small message per interval on the namenode
