@@ -99,7 +99,7 @@ type GroupConfig struct {
 	// copy of the same database (the same namespace, the same state).
 	Store meta.Store
 	// ElectionTimeout is how long followers wait for the leader before
-	// an election (default 2 s); the leader steps down after half of it
+	// an election (default 2 s); the leader steps down after as long
 	// without hearing from a majority.
 	ElectionTimeout time.Duration
 	Logger          *slog.Logger
@@ -300,7 +300,11 @@ func (g *Group) start() error {
 	rc.LocalID = raft.ServerID(g.cfg.Self)
 	rc.HeartbeatTimeout = g.cfg.ElectionTimeout
 	rc.ElectionTimeout = g.cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = g.cfg.ElectionTimeout / 2
+	// The leader steps down after this long without hearing from a
+	// majority. As long as the election timeout: a loaded machine's stalls
+	// (fsyncs, CPU) should not depose a healthy leader, and a partitioned
+	// one commits nothing meanwhile anyway (commits need a majority).
+	rc.LeaderLeaseTimeout = g.cfg.ElectionTimeout
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 256

@@ -123,7 +123,7 @@ func (g *group) peers() string {
 func (g *group) startMember(m *member, peers string) {
 	g.t.Helper()
 	g.start(&m.proc, "namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id,
-		"-log-level", "warn", "-election-timeout", "1s")
+		"-log-level", "warn")
 }
 
 // addrs is the namenode list clients are given.
