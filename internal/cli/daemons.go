@@ -179,6 +179,9 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
 	}
+	if grp.enabled() && *format {
+		return usagef("-format with -peers would give each member a namespace of its own: format one database without -peers, then give every member a copy ('plasma namenode backup')")
+	}
 	logPath := *logFlag
 	if logPath == "" {
 		local := meta.LocalPath(*db)

@@ -63,14 +63,17 @@ func TestMismatchedPeersRefused(t *testing.T) {
 	peers := strings.Split(g.peers(), ",")
 	for _, tc := range []struct {
 		name, peers, id, want string
+		extra                 []string
 	}{
-		{"fewer peers", strings.Join(peers[1:], ","), m.id, "not -peers"},
-		{"another id", g.peers(), g.members[0].id, "not as -id"},
+		{"fewer peers", strings.Join(peers[1:], ","), m.id, "not -peers", nil},
+		{"another id", g.peers(), g.members[0].id, "not as -id", nil},
+		{"a namespace of its own", g.peers(), m.id, "-format with -peers", []string{"-format", "-db", m.db + ".new"}},
 	} {
 		// A member that started after all is stopped after a minute (and
 		// the test fails: no refusal).
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(cctx, g.bin, "namenode", "-db", m.db, "-security", "none", "-peers", tc.peers, "-id", tc.id)
+		cmd.Args = append(cmd.Args, tc.extra...)
 		cmd.Env = os.Environ()
 		out, err := cmd.CombinedOutput()
 		cancel()
