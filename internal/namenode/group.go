@@ -239,6 +239,12 @@ func checkGroupFile(cfg GroupConfig, namespace string, logSeq uint64) (groupFile
 	if err != nil {
 		return groupFile{}, fmt.Errorf("namenode group: %w", err)
 	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "raft.db")); errors.Is(err, os.ErrNotExist) {
+		// Its votes and log are gone: started afresh it could vote twice
+		// in a term, or help elect a leader lacking commits it had.
+		return groupFile{}, fmt.Errorf("%s: this member's Raft log (raft.db) is gone: it must not rejoin with what it lost; "+
+			"give it a fresh copy of a current member's database and remove %s (rejoining as a new member is not supported yet)", cfg.Dir, cfg.Dir)
+	}
 	var gf groupFile
 	if err := json.Unmarshal(b, &gf); err != nil {
 		return groupFile{}, fmt.Errorf("namenode group file %s: %w", path, err)

@@ -54,7 +54,9 @@ func TestRestartedFollowerCatchesUp(t *testing.T) {
 }
 
 // Issue 22: a member restarted with another peer list, or another id,
-// than its group recorded refuses to start and says what differs.
+// than its group recorded refuses to start and says what differs; so does
+// -format with -peers, and a member whose Raft log is gone (it must not
+// vote with lost state).
 func TestMismatchedPeersRefused(t *testing.T) {
 	g := startGroup(t, 3, 0)
 	m := g.members[2]
@@ -68,7 +70,13 @@ func TestMismatchedPeersRefused(t *testing.T) {
 		{"fewer peers", strings.Join(peers[1:], ","), m.id, "not -peers", nil},
 		{"another id", g.peers(), g.members[0].id, "not as -id", nil},
 		{"a namespace of its own", g.peers(), m.id, "-format with -peers", []string{"-format", "-db", m.db + ".new"}},
+		{"its Raft log lost", g.peers(), m.id, "Raft log (raft.db) is gone", nil},
 	} {
+		if tc.name == "its Raft log lost" {
+			if err := os.Remove(m.db + ".group/raft.db"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// A member that started after all is stopped after a minute (and
 		// the test fails: no refusal).
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
