@@ -187,6 +187,11 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 		c.Close()
 		return nil, unreachableError{err}
 	}
+	if resp.Code == wire.ErrCodeNotLeader {
+		// The group's leader changed since DialLeader found it: try again.
+		c.Close()
+		return nil, unreachableError{errors.New(resp.Msg)}
+	}
 	if err == nil && resp.Code != wire.OK && len(resp.Nodes) > 0 {
 		// Refused with the namenode's namespace id: if it is another
 		// one than the volume's, say so, naming the volume.
