@@ -53,8 +53,9 @@ func (lc *localCluster) namenodes() []groupRow {
 
 // Issue 22: 'cluster up -namenodes 3' runs a namenode group, supervised:
 // the client configuration lists the members, a kill -9 of the leader
-// elects another while the client goes on reading and writing, and the
-// supervisor brings the killed member back as a follower that catches up.
+// elects another, the datanode registers with it, clients find it and go
+// on reading and writing, and the supervisor brings the killed member
+// back as a follower that catches up.
 func TestClusterUpNamenodeGroup(t *testing.T) {
 	lc := newLocalCluster(t)
 	lc.mustRun(lc.upArgs("-detach", "-namenodes", "3", "-datanodes", "1", "-taskserver-slots", "0")...)
@@ -74,11 +75,29 @@ func TestClusterUpNamenodeGroup(t *testing.T) {
 		t.Fatalf("no leader process among %+v", lc.namenodes())
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
+	// The new leader learns the datanode's address when it registers
+	// again (as a restarted namenode does); clients find the new leader
+	// themselves meanwhile.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var st struct{ Datanodes []struct{ Alive bool } }
+		out := lc.mustRun("fsstat", "-json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("fsstat -json: %v\n%s", err, out)
+		}
+		if len(st.Datanodes) == 1 && st.Datanodes[0].Alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the datanode is not live on the new leader 60s after the failover: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition
+	}
 	if out := lc.mustRun("cat", "/f"); out != "replicated namenodes\n" {
 		t.Fatalf("cat after the leader's kill: %q", out)
 	}
 	lc.mustRun("put", src, "/g")
-	deadline := time.Now().Add(60 * time.Second)
+	deadline = time.Now().Add(60 * time.Second)
 	for {
 		rows := lc.namenodes()
 		roles := map[string]int{}

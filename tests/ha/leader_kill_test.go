@@ -135,6 +135,7 @@ func TestLeaderKilledAcknowledgedCommitsSurvive(t *testing.T) {
 	if n := missing(acked, have); n > 0 {
 		t.Fatalf("the leader lacks %d of %d acknowledged commits", n, len(acked))
 	}
+	g.waitLive(1) // the datanode registered with the last leader
 	if got := testkit.ReadFile(t, cl, "/before"); !bytes.Equal(got, data) {
 		t.Fatalf("/before reads back %d bytes, not what was written", len(got))
 	}
