@@ -13,7 +13,8 @@ import (
 )
 
 // writers commits directory creations from several clients, each with the
-// whole namenode list, until stopped, and keeps what was acknowledged.
+// whole namenode list, half of them durable and half async, until stopped,
+// and keeps what was acknowledged.
 type writers struct {
 	mu      sync.Mutex
 	acked   []string
@@ -39,7 +40,11 @@ func startWriters(g *group, n int, tag string) *writers {
 				}
 				name := fmt.Sprintf("%s%d-%05d", tag, i, j)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				_, err := cl.Auto(client.Durable).MkdirAt(ctx, 1, name, 0)
+				d := client.Durable
+				if i%2 == 1 {
+					d = client.Async // acknowledged once a majority has it, too
+				}
+				_, err := cl.Auto(d).MkdirAt(ctx, 1, name, 0)
 				cancel()
 				w.mu.Lock()
 				switch {
@@ -95,7 +100,8 @@ func missing(names []string, have map[string]bool) int {
 	return n
 }
 
-// Issue 22: kill -9 of the leader, twice, while four clients commit:
+// Issue 22: kill -9 of the leader, twice, while four clients commit
+// (two durable, two async):
 // every acknowledged commit is on the new leader, fsck is clean, a file
 // written before reads back, and once the killed members are back (as
 // followers, catching up from the log) every member's own database holds

@@ -38,6 +38,13 @@ func NeedFUSE(t *testing.T) {
 // ready. Teardown unmounts it whatever happened.
 func StartMount(t *testing.T, c *clustertest.Procs, opts ...string) *Mount {
 	t.Helper()
+	return StartMountWith(t, c.Bin, c.Env(), opts...)
+}
+
+// StartMountWith is StartMount for any cluster: bin is the plasma binary,
+// env the mount's environment (which names the cluster).
+func StartMountWith(t *testing.T, bin string, env []string, opts ...string) *Mount {
+	t.Helper()
 	NeedFUSE(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -48,8 +55,8 @@ func StartMount(t *testing.T, c *clustertest.Procs, opts ...string) *Mount {
 	if len(opts) > 0 {
 		args = append(args, "-o", strings.Join(opts, ","))
 	}
-	m.cmd = exec.Command(c.Bin, args...)
-	m.cmd.Env = c.Env()
+	m.cmd = exec.Command(bin, args...)
+	m.cmd.Env = env
 	m.cmd.Stderr = os.Stderr
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {
