@@ -93,28 +93,23 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	} else if level != auth.None || dataLevel != auth.None {
 		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, clientconf.Path())
 	}
-	var errs []error
-	for _, a := range cfg.Namenodes {
-		nn, err := rpc.Dial(ctx, a, level, cred)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		host, _ := os.Hostname()
-		c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
-		c.data = newDataPool(c)
-		c.nextTx.Store(uint64(time.Now().UnixNano()))
-		c.idSeed = rand.Uint64()
-		c.stopKeepalive = make(chan struct{})
-		c.keepaliveDone = make(chan struct{})
-		if cfg.KeepaliveInterval >= 0 {
-			go c.keepalive()
-		} else {
-			close(c.keepaliveDone)
-		}
-		return c, nil
+	nn, err := dialNamenode(ctx, cfg.Namenodes, level, cred)
+	if err != nil {
+		return nil, err
 	}
-	return nil, errors.Join(errs...)
+	host, _ := os.Hostname()
+	c := &Client{cfg: cfg, nn: nn, host: host, nodes: map[uint32]wire.NodeInfo{}, dataLevel: dataLevel, level: level, cred: cred}
+	c.data = newDataPool(c)
+	c.nextTx.Store(uint64(time.Now().UnixNano()))
+	c.idSeed = rand.Uint64()
+	c.stopKeepalive = make(chan struct{})
+	c.keepaliveDone = make(chan struct{})
+	if cfg.KeepaliveInterval >= 0 {
+		go c.keepalive()
+	} else {
+		close(c.keepaliveDone)
+	}
+	return c, nil
 }
 
 // keepalive sends one small message per interval on the namenode
@@ -210,20 +205,16 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 		// per pause is enough to find it back.
 		return c.dialErr
 	}
-	var errs []error
-	for _, a := range c.cfg.Namenodes {
-		nn, err := rpc.Dial(ctx, a, c.level, c.cred)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.reqBase += c.nn.Requests()
-		c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
-		c.gen++
-		return nil
+	nn, err := dialNamenode(ctx, c.cfg.Namenodes, c.level, c.cred)
+	if err != nil {
+		c.dialErr, c.dialAt = err, time.Now()
+		c.nn.FailWith(fmt.Errorf("%w: %w", rpc.ErrClosed, err)) // later calls on it say why
+		return c.dialErr
 	}
-	c.dialErr, c.dialAt = errors.Join(errs...), time.Now()
-	return c.dialErr
+	c.reqBase += c.nn.Requests()
+	c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
+	c.gen++
+	return nil
 }
 
 // call sends q; outside a transaction, a broken connection is replaced
@@ -234,6 +225,9 @@ func (c *Client) call(ctx context.Context, q *wire.Request) (*wire.Response, err
 	}
 	nn, _ := c.conn()
 	r, err := nn.Call(ctx, q)
+	if err == nil && r.Code == wire.ErrCodeNotLeader && q.Txn == 0 && len(c.cfg.Namenodes) > 1 {
+		err = c.leaderMoved(nn, r) // namenodes.go: a group's leader changed
+	}
 	if err != nil && errors.Is(err, rpc.ErrClosed) && q.Txn == 0 {
 		if rerr := c.reconnect(ctx, nn); rerr == nil {
 			nn, _ = c.conn()

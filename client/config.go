@@ -47,6 +47,16 @@ type Config struct {
 // the configuration file; else $PLASMAFS_CLUSTER and $PLASMAFS_NAMENODES;
 // else the first entry of the configuration file.
 func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
+	// -namenode h1:p,h2:p names a namenode group's members.
+	var addrs []string
+	for _, a := range namenodes {
+		for _, b := range strings.Split(a, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				addrs = append(addrs, b)
+			}
+		}
+	}
+	namenodes = addrs
 	cfg = Config{Cluster: cluster, Namenodes: namenodes}
 	defer func() {
 		// The environment overrides the file.

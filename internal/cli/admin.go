@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | datanodes | datanode drain|disable|enable|remove ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | namenodes | datanodes | datanode drain|disable|enable|remove ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
 }
 
 func currentUser() string {
@@ -50,6 +50,7 @@ func cmdAdmin(ctx context.Context, args []string) error {
   stats           show the namenode's request and commit counters
   backup FILE     write a consistent copy of the running namenode's metadata
   top             a live view of the namenode's operations, latencies and commits (from its /metrics)
+  namenodes       each namenode of a replicated group: role, term, applied index, lag
   datanodes       list the datanodes: state, capacity, used, blocks, last heartbeat, copies, and the replication queue
   datanode drain|disable|enable|remove ID
                   move every replica off a datanode, stop or resume giving it new blocks,

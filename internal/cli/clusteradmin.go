@@ -67,7 +67,12 @@ func adminSummary(admin map[string]string) string {
 	}
 	sort.Strings(names)
 	s := "status page http://" + admin["namenode"] + "/ ; metrics at /metrics of each:"
-	for _, m := range append([]string{"namenode"}, names...) {
+	if admin["namenode"] == "" {
+		s = "metrics at /metrics of each:" // a namenode group's members have no admin port yet
+	} else {
+		names = append([]string{"namenode"}, names...)
+	}
+	for _, m := range names {
 		s += " " + m + " " + admin[m]
 	}
 	return s

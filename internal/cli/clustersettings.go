@@ -39,6 +39,10 @@ type clusterSettings struct {
 	AdminAddrs map[string]string `json:"admin_addrs,omitempty"`
 	// WebHDFSAddr is where the WebHDFS gateway listens ("": no gateway).
 	WebHDFSAddr string `json:"webhdfs_addr,omitempty"`
+	// Namenodes > 1: a replicated namenode group (clustergroup.go) whose
+	// members serve clients at GroupAddrs (nn1 first).
+	Namenodes  int      `json:"namenodes,omitempty"`
+	GroupAddrs []string `json:"namenode_group_addrs,omitempty"`
 }
 
 // loadClusterSettings returns the settings recorded in dir; for a cluster

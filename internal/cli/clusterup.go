@@ -73,6 +73,7 @@ The client configuration is rewritten only when the cluster's entry changes (oth
 clusters' entries in it are kept; this one comes first, the clients' default).`, false)
 	u := &clusterUp{bs: 1 << 20, size: 4 << 30}
 	n := f.intRange("datanodes", 2, 1, 64, "number of datanodes")
+	nns := f.intRange("namenodes", 1, 1, 5, "namenodes of a new cluster: 1, or a replicated group of 3 or 5 (members nn1..nnN,\neach with its database DIR/nnN.db; a leader's loss elects another)")
 	f.StringVar(&u.dir, "dir", defaultClusterDir(), "directory for the database, volumes and logs")
 	f.StringVar(&u.name, "cluster", "local", "cluster name")
 	f.sizeRange(&u.bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
@@ -102,6 +103,10 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	}
 	u.store = *store
 	if err := u.applySettings(f); err != nil {
+		return nil, err
+	}
+	rec, _, _ := loadClusterSettings(u.dir)
+	if err := u.checkNamenodes(u.given["namenodes"], *nns, rec, u.made); err != nil {
 		return nil, err
 	}
 	if err := checkWebHDFSFlag(u.webhdfs); err != nil {
@@ -212,6 +217,10 @@ func (u *clusterUp) createVolumes(ctx context.Context) error {
 		if err := formatNewPostgresCluster(ctx, u.dir, u.n); err != nil {
 			return err
 		}
+	} else if u.groupMode() {
+		if err := u.formatGroup(ctx); err != nil {
+			return err
+		}
 	} else if err := formatNewCluster(filepath.Join(u.dir, "namenode.db"), u.dir, u.n); err != nil {
 		return err
 	}
@@ -267,7 +276,9 @@ func (u *clusterUp) issue(file, who string, role auth.Role) (string, error) {
 // be free, or a free port) and the datanodes'.
 func (u *clusterUp) chooseAddrs() error {
 	var err error
-	if u.nnAddr == "" {
+	if u.groupMode() {
+		err = u.chooseGroupAddrs()
+	} else if u.nnAddr == "" {
 		if u.nnAddr, err = freePort(); err != nil {
 			return err
 		}
@@ -278,6 +289,9 @@ func (u *clusterUp) chooseAddrs() error {
 		}
 		return fmt.Errorf("namenode address %s is in use by another program (%s)", u.nnAddr, how)
 	}
+	if err != nil {
+		return err
+	}
 	u.settings.NamenodeAddr = u.nnAddr
 	if u.settings.DatanodeAddrs, err = keptAddrs(u.settings.DatanodeAddrs, u.n); err != nil {
 		return err
@@ -286,6 +300,9 @@ func (u *clusterUp) chooseAddrs() error {
 		return err
 	}
 	u.settings.AdminAddrs, err = keptAdminAddrs(u.settings.AdminAddrs, clusterMembers(u.n, u.tsSlots > 0, u.mountPoint != "", u.settings.WebHDFSAddr != ""))
+	if u.groupMode() {
+		delete(u.settings.AdminAddrs, "namenode") // group members serve no admin port yet
+	}
 	return err
 }
 
@@ -342,6 +359,9 @@ func (u *clusterUp) startMembers(ctx context.Context, sv *supervisor.Supervisor)
 
 // startNamenode starts the namenode and waits until it listens.
 func (u *clusterUp) startNamenode(ctx context.Context, sv *supervisor.Supervisor) error {
+	if u.groupMode() {
+		return u.startGroup(ctx, sv) // clustergroup.go
+	}
 	storeArgs, err := u.clusterStoreArgs()
 	if err != nil {
 		return err
@@ -374,13 +394,13 @@ func (u *clusterUp) startDatanodes(ctx context.Context, sv *supervisor.Superviso
 			return nil, err
 		}
 		dnAddrs = append(dnAddrs, addr)
-		dn := sv.Add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(u.dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", u.nnAddr,
+		dn := sv.Add(fmt.Sprintf("dn%d", i), "datanode", []string{"datanode", "-dir", filepath.Join(u.dir, fmt.Sprintf("dn%d", i)), "-listen", addr, "-namenode", strings.Join(u.namenodeList(), ","),
 			"-security", u.dataSec, "-namenode-security", u.sec, "-credential", dnCred, "-ticket-key", u.ticketKey})
 		if err := sv.Start(dn); err != nil {
 			return nil, err
 		}
 	}
-	cfg := client.Config{Cluster: u.name, Namenodes: []string{u.nnAddr}, Security: u.sec, DataSecurity: u.dataSec, CredentialFile: u.adminCred}
+	cfg := client.Config{Cluster: u.name, Namenodes: u.namenodeList(), Security: u.sec, DataSecurity: u.dataSec, CredentialFile: u.adminCred}
 	if err := sv.WaitDatanodes(ctx, cfg, u.n); err != nil {
 		return nil, fmt.Errorf("%w (see the logs in %s)", err, u.dir)
 	}
@@ -411,7 +431,7 @@ func (u *clusterUp) taskServerCredentials() ([]string, error) {
 // writeConfigs writes the cluster's client configuration (DIR/client.conf,
 // and with -write-config the user's) and records the settings.
 func (u *clusterUp) writeConfigs() error {
-	entry := clientconf.Cluster{Name: u.name, Namenodes: []string{u.nnAddr}, Security: u.sec, DataSecurity: u.dataSec, Credential: u.adminCred,
+	entry := clientconf.Cluster{Name: u.name, Namenodes: u.namenodeList(), Security: u.sec, DataSecurity: u.dataSec, Credential: u.adminCred,
 		TaskServers: u.tsAddrs}
 	if _, err := updateClientConfig(filepath.Join(u.dir, "client.conf"), entry); err != nil {
 		return err
@@ -429,7 +449,7 @@ func (u *clusterUp) writeConfigs() error {
 
 // printUp says what is up and how to use it.
 func (u *clusterUp) printUp() {
-	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", u.name, u.nnAddr, u.n, u.bs, u.dir)
+	fmt.Fprintf(stdout, "PlasmaFS cluster %q is up: namenode %s, %d datanodes, blocksize %d, data in %s\n", u.name, strings.Join(u.namenodeList(), ","), u.n, u.bs, u.dir)
 	fmt.Fprintf(stdout, "admin: %s\n", adminSummary(u.settings.AdminAddrs))
 	if len(u.tsAddrs) > 0 {
 		fmt.Fprintf(stdout, "MapReduce task servers (one beside each datanode, %d slots each): %s\n", u.tsSlots, strings.Join(u.tsAddrs, " "))
@@ -469,6 +489,6 @@ func (u *clusterUp) handOverOutput(sv *supervisor.Supervisor, ready *os.File) er
 	lf.Close()
 	io.WriteString(ready, "up\n")
 	ready.Close()
-	sv.Report("cluster %q is up: namenode %s, %d datanodes", u.name, u.nnAddr, u.n)
+	sv.Report("cluster %q is up: namenode %s, %d datanodes", u.name, strings.Join(u.namenodeList(), ","), u.n)
 	return nil
 }

@@ -149,6 +149,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	delegFile := f.String("delegation-credential", "", "the namenode's delegation certificate (`file`), with which it signs the short-lived\ncredentials a user's MapReduce jobs run with on task servers (none: jobs cannot use task servers)")
 	adminAddr := adminFlag(f)
 	dnAdmin := f.String("datanode-admin", "", "admin addresses of datanodes, for links on the status page: DATAADDR=ADMINADDR,...")
+	grp := groupFlags(f) // namenodegroup.go
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -177,6 +178,9 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	}
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two from 64K to 64M", bs)
+	}
+	if grp.enabled() && *format {
+		return usagef("-format with -peers would give each member a namespace of its own: format one database without -peers, then give every member a copy ('plasma namenode backup')")
 	}
 	logPath := *logFlag
 	if logPath == "" {
@@ -211,10 +215,19 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if err != nil {
 		return err
 	}
-	nn, err := namenode.New(namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
+	nnCfg := namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
 		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DeadAfter: *deadAfter, CopiesPerNode: *copies, DataSecurity: dataSec, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits})
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits}
+	if grp.enabled() {
+		if *adminAddr.listen != "" {
+			return usagef("-admin-listen is not supported with -peers yet")
+		}
+		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg)
+		storeFailed = failed
+		return err
+	}
+	nn, err := namenode.New(nnCfg)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,7 @@ import (
 // Config configures a datanode server.
 type Config struct {
 	Dir       string
-	Namenode  string        // namenode address for registration and heartbeats
+	Namenode  string        // namenode address for registration and heartbeats (a group's: comma-separated)
 	Heartbeat time.Duration // interval between heartbeats
 	Host      string        // host name reported to clients (to detect local readers)
 	Logger    *slog.Logger
@@ -177,7 +178,8 @@ func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
 }
 
 func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
-	c, err := rpc.Dial(ctx, s.cfg.Namenode, s.cfg.NamenodeSecurity, s.cfg.Credential)
+	// A namenode group's members, comma-separated: the leader is found.
+	c, err := rpc.DialLeader(ctx, strings.Split(s.cfg.Namenode, ","), s.cfg.NamenodeSecurity, s.cfg.Credential)
 	if err != nil {
 		return nil, unreachableError{err}
 	}
@@ -185,6 +187,11 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	if err != nil {
 		c.Close()
 		return nil, unreachableError{err}
+	}
+	if resp.Code == wire.ErrCodeNotLeader {
+		// The group's leader changed since DialLeader found it: try again.
+		c.Close()
+		return nil, unreachableError{errors.New(resp.Msg)}
 	}
 	if err == nil && resp.Code != wire.OK && len(resp.Nodes) > 0 {
 		// Refused with the namenode's namespace id: if it is another

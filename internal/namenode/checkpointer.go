@@ -177,6 +177,9 @@ func (c *checkpointer) stop() {
 // committer stopped.
 func (c *checkpointer) close() error {
 	c.stop()
+	if c.log == nil {
+		return nil // a group member's: the Raft log is the group's (group.go)
+	}
 	return c.log.Close()
 }
 

@@ -185,6 +185,10 @@ func (s nnStore) internal() []*meta.Change {
 }
 
 func (s nnStore) write(changes []*meta.Change) error {
+	if g := s.n.cfg.Group; g != nil {
+		g.append(changes)
+		return nil
+	}
 	if s.n.ckpt != nil {
 		return s.n.ckpt.append(changes)
 	}
@@ -218,7 +222,9 @@ func (s nnStore) sync() error {
 	}
 	var err error
 	start := time.Now()
-	if n.ckpt != nil {
+	if g := n.cfg.Group; g != nil {
+		err = g.sync()
+	} else if n.ckpt != nil {
 		err = n.ckpt.sync()
 	} else {
 		err = n.cfg.Store.(meta.Syncer).Sync()

@@ -91,6 +91,9 @@ func ReplayLog(store meta.Store, path string) error {
 // waitCheckpoint waits until the store holds every logged batch (a backup
 // needs it); without a log the store holds everything applied.
 func (n *Namenode) waitCheckpoint() error {
+	if n.cfg.Group != nil {
+		return n.cfg.Group.WaitStore()
+	}
 	if n.ckpt == nil {
 		return nil
 	}

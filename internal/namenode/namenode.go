@@ -104,6 +104,14 @@ type Config struct {
 	// after which it is checkpointed and started over (default 64 MiB).
 	LogSize int64
 
+	// Group, if set, makes this namenode the leader of a namenode group
+	// (group.go): its batches go through the group's Raft log instead of
+	// a commit log (LogPath is ignored), and a commit is durable once a
+	// majority of the group has it. The namenode stops (Serve returns an
+	// error matching ErrStoreFailed) when it loses the leadership; the
+	// group, and the store, outlive it.
+	Group *Group
+
 	// Fatal, if set, is called when the metadata store fails (a failed
 	// write or fsync leaves the store's state unknown). Either way the
 	// namenode stops serving and must be restarted to reload the durable
@@ -254,7 +262,7 @@ func New(cfg Config) (*Namenode, error) {
 		return nil, err
 	}
 	var clog *commitlog.Log
-	if cfg.LogPath != "" {
+	if cfg.LogPath != "" && cfg.Group == nil {
 		if clog, snap, err = openLog(cfg, snap); err != nil {
 			return nil, err
 		}
@@ -337,6 +345,11 @@ func New(cfg Config) (*Namenode, error) {
 		for _, ino := range orphans {
 			delete(n.ns.inodes, ino)
 		}
+	}
+	if len(orphans) > 0 && cfg.Group != nil {
+		// Through the group's log like every change of its stores.
+		n.deferred = append(n.deferred, &meta.Change{DelInodes: orphans})
+	} else if len(orphans) > 0 {
 		if err := cfg.Store.Apply(context.Background(), []*meta.Change{{DelInodes: orphans}}); err != nil {
 			return nil, fmt.Errorf("delete %d orphaned inodes: %w", len(orphans), err)
 		}
@@ -400,7 +413,12 @@ func (in *inode) linkFrom(parent uint64, d int) {
 // their pending commits as unknown), and a restart reloads what is durable.
 func (n *Namenode) fatal(err error) {
 	n.cm.halt()
-	n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
+	if n.cfg.Group != nil {
+		// Its member goes on in the group, answering "not the leader".
+		n.log.Warn("the namenode stops serving as its group's leader", "err", err)
+	} else {
+		n.log.Error("metadata store failed: the namenode stops; restart it to reload the durable state", "err", err)
+	}
 	failure := fmt.Errorf("%w: %w", ErrStoreFailed, err)
 	n.failure.CompareAndSwap(nil, &failure)
 	n.srv.closeAll()

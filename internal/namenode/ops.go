@@ -89,6 +89,7 @@ func init() {
 		wire.OpNodeAdmin:      {opSuperuser, (*Namenode).opNodeAdmin},
 		wire.OpBadBlock:       {opDatanode, (*Namenode).opBadBlock},
 		wire.OpReplicaDamaged: {opReachIno, (*Namenode).opReplicaDamaged},
+		wire.OpNamenodes:      {0, (*Namenode).opNamenodes}, // group.go
 		wire.OpDropReplicas: {opNeedsTxn, func(n *Namenode, _ *conn, tx *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 			return nil, n.dropReplicas(tx, q.Pref)
 		}},

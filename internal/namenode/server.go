@@ -35,6 +35,12 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, async bool, resp *wir
 		resp = &wire.Response{}
 	}
 	async = async || n.cfg.Relaxed
+	if n.cfg.Group != nil {
+		// A group acknowledges an async commit once a majority has it,
+		// like a durable one: Raft has no state between "proposed" and
+		// "in a majority's log", whose writes are durable (group.go).
+		async = false
+	}
 	n.mu.Lock()
 	tx := n.txns.get(c, txID)
 	if tx == nil || tx.committing {

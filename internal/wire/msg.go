@@ -40,12 +40,13 @@ const (
 	// of block Index of Ino failing the committed checksum
 	// Extents[0].CRC[0]; the namenode has its datanode verify it.
 	OpReplicaDamaged
+	OpNamenodes // this namenode's place in its group, answered by every member: Paths [member id, role, leader's address], Counters [term, applied index, last log index, commit index]
 	opMax
 )
 
 var opNames = [...]string{"invalid", "commit", "abort", "lookup", "stat", "create", "readdir",
 	"setattr", "rename", "link", "unlink", "blocks", "allocate", "setblocks", "glob", "fsstat",
-	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock", "replicadamaged"}
+	"stats", "register", "heartbeat", "nodes", "fsck", "ping", "dropreplicas", "keepalive", "backup", "sync", "pathof", "leasedir", "extend", "delegate", "nodeadmin", "badblock", "replicadamaged", "namenodes"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -232,6 +233,10 @@ const (
 	ErrCodeNameTooLong
 	ErrCodeLoop
 	ErrCodeInternal
+	// ErrCodeNotLeader: a namenode of a group that is not its leader
+	// answers every request so; Paths[0] is the leader's address when it
+	// knows one (NotLeaderAddr).
+	ErrCodeNotLeader
 )
 
 // Response answers a Request.

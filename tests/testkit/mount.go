@@ -51,6 +51,18 @@ func StartMount(t *testing.T, c *clustertest.Procs, opts ...string) *Mount {
 // (-admin-listen ADDR, say).
 func StartMountFlags(t *testing.T, c *clustertest.Procs, flags []string, opts ...string) *Mount {
 	t.Helper()
+	return startMount(t, c.Bin, c.Env(), flags, opts...)
+}
+
+// StartMountWith is StartMount for any cluster: bin is the plasma binary,
+// env the mount's environment (which names the cluster).
+func StartMountWith(t *testing.T, bin string, env []string, opts ...string) *Mount {
+	t.Helper()
+	return startMount(t, bin, env, nil, opts...)
+}
+
+func startMount(t *testing.T, bin string, env []string, flags []string, opts ...string) *Mount {
+	t.Helper()
 	NeedFUSE(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -61,8 +73,8 @@ func StartMountFlags(t *testing.T, c *clustertest.Procs, flags []string, opts ..
 	if len(opts) > 0 {
 		args = append(args, "-o", strings.Join(opts, ","))
 	}
-	m.cmd = exec.Command(c.Bin, args...)
-	m.cmd.Env = c.Env()
+	m.cmd = exec.Command(bin, args...)
+	m.cmd.Env = env
 	m.cmd.Stderr = io.MultiWriter(os.Stderr, &m.stderr)
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {
