@@ -262,6 +262,15 @@ func localInto(dst, name string) string {
 
 // copyLocal writes r to the local file dst, whole or not at all.
 func copyLocal(ctx context.Context, r io.Reader, dst string) error {
+	if special, err := openSpecial(dst); err != nil || special != nil {
+		if err != nil {
+			return err
+		}
+		return writeSpecial(ctx, special, dst, func(w io.Writer) error {
+			_, err := io.Copy(w, r)
+			return err
+		})
+	}
 	tmp, err := createTemp(dst)
 	if err != nil {
 		return err

@@ -143,6 +143,15 @@ func getToFile(ctx context.Context, src *client.File, dst string, bar *progress)
 	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s: is a directory", dst)
 	}
+	if special, err := openSpecial(target); err != nil || special != nil {
+		if err != nil {
+			return err
+		}
+		return writeSpecial(ctx, special, dst, func(w io.Writer) error {
+			_, err := src.WriteTo(io.MultiWriter(w, bar))
+			return err
+		})
+	}
 	tmp, err := createTemp(target)
 	if err != nil {
 		return err
@@ -190,6 +199,43 @@ func getToFile(ctx context.Context, src *client.File, dst string, bar *progress)
 
 // createTemp creates a new, hidden file beside dst, with the permissions
 // os.Create would give dst (0666 less the umask).
+// openSpecial opens dst for writing when it exists and is not a regular
+// file (a device such as /dev/null, a FIFO, a terminal): such a file is
+// written into, never replaced. A temporary file renamed over /dev/null
+// would leave a plain file where every program expects the device. It
+// returns nil for a regular or missing file.
+func openSpecial(dst string) (*os.File, error) {
+	fi, err := os.Stat(dst)
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return nil, nil
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dst, err)
+	}
+	return f, nil
+}
+
+// writeSpecial writes to f (from openSpecial) with write, closing it; an
+// interruption (ctx) stops waiting for the copy.
+func writeSpecial(ctx context.Context, f *os.File, dst string, write func(io.Writer) error) error {
+	copied := make(chan error, 1)
+	go func() { copied <- write(f) }()
+	var err error
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	return nil
+}
+
 func createTemp(dst string) (*os.File, error) {
 	dir, base := filepath.Split(dst)
 	var err error
