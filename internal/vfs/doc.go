@@ -74,7 +74,9 @@
 // changes it updates or drops in its cache at once; changes of other
 // clients show within the TTL. Negative lookups are not cached. Attributes
 // of a file with uncommitted writes show the size and mtime of those
-// writes.
+// writes. A listing read in several calls (with attributes) fetches its
+// rest again when this mount changed something since: frontends hand
+// those attributes on as current.
 //
 // # Owners
 //
