@@ -80,6 +80,9 @@
 // at the namenode one after another is listed with attributes instead
 // (scan.go), cached for the same TTL. Attributes of a file with
 // uncommitted writes show the size and mtime of those writes.
+// A listing read in several calls (with attributes) fetches its rest again
+// when this mount changed something since: frontends hand those
+// attributes on as current.
 //
 // # Owners
 //

@@ -679,6 +679,9 @@ type dirStream struct {
 	mu      sync.Mutex
 	ino     uint64
 	entries []client.DirEntry
+	// epochs[i] is the VFS's invalidation count (attrEpoch) before
+	// entries[i] was fetched (see ReadDir).
+	epochs  []uint64
 	more    bool
 	started bool
 	plus    bool
@@ -691,6 +694,11 @@ func (v *VFS) OpenDir(ctx context.Context, ino uint64) (uint64, error) {
 
 // DirPage is how many entries a directory page asks the namenode for.
 const DirPage = 1024
+
+// refetchPage is how many entries a listing fetches again when the ones
+// it had may be out of date (see ReadDir): about what one READDIRPLUS
+// reply of the kernel holds.
+const refetchPage = 64
 
 // ReadDir returns the entries of directory handle fh from position pos
 // on (at least one page, unless the directory ends). With plus the
@@ -708,23 +716,43 @@ func (v *VFS) ReadDir(ctx context.Context, fh uint64, pos int, plus bool) ([]cli
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if pos == 0 && d.started {
-		d.entries, d.more = nil, true
+		d.entries, d.epochs, d.more = nil, nil, true
 	}
 	d.started = true
 	if plus && !d.plus && len(d.entries) > 0 {
 		// Attributes were not fetched so far: fetch from pos on again.
-		d.entries, d.more = d.entries[:min(pos, len(d.entries))], true
+		d.cut(pos)
 	}
 	d.plus = d.plus || plus
+	refetch := false
+	if d.plus && pos < len(d.entries) && d.epochs[pos] != v.attrEpoch() {
+		// Fetched by an earlier call, and this mount changed something
+		// since (a write committed, a rename, …): the attributes, and the
+		// inode a name stands for, may be old. A frontend hands them on
+		// as current (the kernel takes READDIRPLUS attributes as fresh:
+		// an old size cuts later reads of the file short), so the rest
+		// of the listing is fetched again, after the last name handed
+		// out; positions already handed out keep their meaning.
+		d.cut(pos)
+		refetch = true
+	}
 	for pos >= len(d.entries) && d.more {
 		after := ""
 		if len(d.entries) > 0 {
 			after = d.entries[len(d.entries)-1].Name
 		}
+		epoch := v.attrEpoch()
+		limit := DirPage
+		if refetch {
+			// What a frontend takes in one call, not a whole page: in a
+			// mount that keeps changing, every call of a long listing
+			// may fetch again.
+			limit = refetchPage
+		}
 		var page []client.DirEntry
 		var more bool
 		err := v.auto(ctx, func(tx *client.Txn) error {
-			page, more, err = clientx.At(tx).ReadDirPage(ctx, d.ino, after, DirPage, d.plus)
+			page, more, err = clientx.At(tx).ReadDirPage(ctx, d.ino, after, limit, d.plus)
 			return err
 		})
 		if err != nil {
@@ -734,9 +762,12 @@ func (v *VFS) ReadDir(ctx context.Context, fh uint64, pos int, plus bool) ([]cli
 			more = false
 		}
 		d.entries, d.more = append(d.entries, page...), more
+		for range page {
+			d.epochs = append(d.epochs, epoch)
+		}
 		if d.plus {
 			for i := range page {
-				v.putAttr(page[i].Info)
+				v.putAttrSince(page[i].Info, epoch, true)
 				v.putEntry(d.ino, page[i].Name, page[i].Ino)
 			}
 		}
@@ -752,6 +783,13 @@ func (v *VFS) ReadDir(ctx context.Context, fh uint64, pos int, plus bool) ([]cli
 		}
 	}
 	return out, nil
+}
+
+// cut drops the entries from pos on, to be fetched again. Called with
+// d.mu held.
+func (d *dirStream) cut(pos int) {
+	pos = min(pos, len(d.entries))
+	d.entries, d.epochs, d.more = d.entries[:pos], d.epochs[:pos], true
 }
 
 // ReleaseDir closes directory handle fh.
