@@ -860,7 +860,7 @@ func (f *File) writeRange(ctx context.Context, batch map[uint64][]byte, size int
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		pref := append([]string(nil), exclude...)
-		r, err := f.tx.call(ctx, &wire.Request{Op: wire.OpAllocate, Ino: f.ino, Index: first, Count: uint64(len(idxs)), Pref: pref})
+		r, err := f.tx.call(ctx, &wire.Request{Op: wire.OpAllocate, Ino: f.ino, Index: first, Count: uint64(len(idxs)), Pref: pref, Size: size})
 		if err != nil {
 			if lastErr != nil {
 				return nil, fmt.Errorf("%s: %w (after: %v)", f.path, err, lastErr)

@@ -259,14 +259,21 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 }
 
 func cmdDatanodeInit(ctx context.Context, args []string) error {
-	f := newFlags("datanode init", "-dir DIR [options]", "Create a datanode volume: a new identity, a config file and a preallocated data file.", false)
+	f := newFlags("datanode init", "-dir DIR [options]", `Create a datanode volume: a new identity, a config file and a data file.
+A sparse volume (the default) has a slot for every -slot-bytes of its size in a sparse
+data file: a block takes only the pages its data covers, so small files cost what they
+hold. A fixed volume (-layout fixed, or -fallocate) has one preallocated slot per whole
+block: every block, however short, takes a block of the volume.`, false)
 	dir := f.String("dir", "", "volume directory (required)")
 	cluster := f.String("cluster", "plasma", "cluster name")
 	var bs int64 = 1 << 20
 	var size int64 = 4 << 30
 	f.sizeRange(&bs, "blocksize", 4<<10, 64<<20, "blocksize, a power of two (must match the namenode)")
 	f.sizeRange(&size, "size", 4<<10, maxVolume, "volume size in bytes (e.g. 4G)")
-	fast := f.Bool("fallocate", false, "reserve space with fallocate instead of writing zeros (instant, but first writes are slower on ext4)")
+	fast := f.Bool("fallocate", false, "a fixed volume, its space reserved with fallocate instead of writing zeros (instant, but first writes are slower on ext4)")
+	layout := f.String("layout", "sparse", "sparse (blocks take the pages they hold) or fixed (a whole preallocated block each)")
+	var slotBytes int64 = datanode.DefaultSlotBytes
+	f.sizeRange(&slotBytes, "slot-bytes", 4<<10, 64<<20, "sparse volumes: one slot per this many bytes of -size (each slot costs the datanode 16 bytes of memory\nand of disk; a volume of only large files may take fewer)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -283,8 +290,22 @@ func cmdDatanodeInit(ctx context.Context, args []string) error {
 	if size < bs {
 		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))
 	}
+	if *layout != "sparse" && *layout != "fixed" {
+		return usagef("-layout %q: sparse or fixed", *layout)
+	}
+	if slotBytes > bs {
+		return usagef("-slot-bytes %s is larger than a block (%s)", sizeString(slotBytes), sizeString(bs))
+	}
 	if err := checkSpace(*dir, size); err != nil {
 		return err
+	}
+	if *layout == "sparse" && !*fast {
+		cfg, err := datanode.InitSparse(*dir, *cluster, uint32(bs), size, slotBytes)
+		if err != nil {
+			return fmt.Errorf("init %s: %w", *dir, err)
+		}
+		fmt.Fprintf(stdout, "datanode volume %s: identity %s, cluster %s, sparse, %s in %d slots of blocks of %d bytes\n", *dir, cfg.Identity, cfg.Cluster, human(uint64(cfg.Capacity)), cfg.Blocks, cfg.Blocksize)
+		return nil
 	}
 	how := datanode.PreallocZero
 	if *fast {

@@ -172,7 +172,10 @@ func (s *Server) Register(ctx context.Context, addr, socket string) error {
 
 func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
 	cfg := s.store.Config
-	return &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks, Namespace: cfg.Namespace}
+	ni := &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks, Namespace: cfg.Namespace}
+	capacity, used := s.store.Space()
+	ni.Capacity, ni.UsedBytes = uint64(capacity), uint64(used)
+	return ni
 }
 
 func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
@@ -224,6 +227,9 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 	ni := s.nodeInfo(addr, socket)
 	var retry time.Time // no attempt to re-register before this
 	delay := retryMin
+	// released is the last batch of freed slots emptied (release.go), to
+	// acknowledge with the next heartbeat; 0: none.
+	var released uint64
 	for {
 		select {
 		case <-s.stop:
@@ -248,9 +254,10 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 				continue
 			}
 			delay = retryMin
+			released = 0
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := c.Call(ctx, &wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}})
+		resp, err := c.Call(ctx, &wire.Request{Op: wire.OpHeartbeat, Node: s.heartbeatNode(ni.Identity), Index: released})
 		cancel()
 		if err == nil && resp.Code != wire.OK {
 			err = errors.New(resp.Msg)
@@ -258,6 +265,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 		if err == nil {
 			s.revoke(resp.Counters)
 			s.reportBad(c)
+			released = s.releaseFreed(resp.Extents)
 		}
 		if err != nil {
 			s.log.Warn("lost namenode connection", "err", err)

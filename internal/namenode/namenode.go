@@ -131,6 +131,9 @@ type run struct {
 	// blocks were allocated for; they may be attached nowhere else. gen
 	// is the allocation's generation.
 	ino, index, gen uint64
+	// reserved: the bytes the allocation holds on a sparse datanode
+	// until its transaction ends (space.go).
+	reserved uint64
 	// Extensions in place only: attached by setblocks (the block's new
 	// version is part of the transaction).
 	attached bool

@@ -92,8 +92,8 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	// else stands in the way: say so, with the numbers.
 	free, nodes := n.liveFree()
 	outOfSpace := func() error {
-		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (see 'plasma fsstat'; remove files or add datanodes)",
-			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes)
+		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (%s; see 'plasma fsstat'; remove files or add datanodes)",
+			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes, n.roomReport())
 	}
 	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
 		if want > free {
@@ -106,10 +106,16 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for %s: %d blocks held in uncommitted transactions and %d more would pass the per-user limit of %d (commit first, or raise the namenode's -user-alloc-limit)", who, n.txns.held(tx.user), want, lim)
 	}
 	// On failure the allocator has given back whatever it took.
-	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, n.newGen())
+	// Size: the file's size when the writer flushes, so that blocks of
+	// small files hold their pages rather than whole blocks until the
+	// commit (space.go); a hint only, corrected at setblocks.
+	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, n.newGen(), q.Size)
 	var oe *opError
-	if err != nil && want > free && errors.As(err, &oe) && oe.code == wire.ErrCodeNoSpace {
-		return nil, outOfSpace()
+	if err != nil && errors.As(err, &oe) && oe.code == wire.ErrCodeNoSpace {
+		if want > free {
+			return nil, outOfSpace()
+		}
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: %s (%s)", oe.msg, n.roomReport())
 	}
 	if err != nil {
 		return nil, err
@@ -240,7 +246,7 @@ func references(xs []wire.Extent, node uint32, start uint64) bool {
 // allocated on, and how many datanodes those are.
 func (n *Namenode) liveFree() (free uint64, nodes int) {
 	for _, dn := range n.nodes.live() {
-		free += dn.Blocks - dn.used.nused
+		free += dn.room(uint64(n.cfg.Blocksize))
 		nodes++
 	}
 	return free, nodes
@@ -253,10 +259,8 @@ func (n *Namenode) userAllocLimit() uint64 {
 	if n.cfg.UserAllocLimit > 0 {
 		return n.cfg.UserAllocLimit
 	}
-	var total uint64
-	for dn := range n.nodes.all() {
-		total += dn.Blocks
-	}
+	capacity, _ := n.nodeBytes()
+	total := capacity / uint64(n.cfg.Blocksize)
 	return total - total/8
 }
 
@@ -354,6 +358,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	if q.Flags&wire.FlagSize != 0 {
 		a.Size = q.Size
 	}
+	n.trimReservations(tx, q.Ino, a.Size)
 	a.Seq++
 	a.Mtime = time.Now().UnixNano()
 	a.Ctime = a.Mtime

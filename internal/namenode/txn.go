@@ -99,11 +99,12 @@ func (n *Namenode) releaseLocks(tx *Txn) {
 // Called with n.mu held; the committer calls it with commit=true after the
 // changes are applied.
 func (n *Namenode) endTxn(tx *Txn, committed bool) {
+	n.settleTxn(tx, committed)
 	if !committed {
 		for node, runs := range tx.allocated {
 			if dn := n.nodes.get(node); dn != nil {
 				for _, r := range runs {
-					dn.used.clear(r.start, r.count)
+					dn.freeSlots(r.start, r.count)
 				}
 			}
 		}
@@ -163,7 +164,7 @@ func (n *Namenode) releaseFrees() {
 	oldest := n.txns.oldestStart(n.epoch + 1)
 	for _, r := range n.frees.due(oldest, n.durableSeq) {
 		if dn := n.nodes.get(r.node); dn != nil {
-			dn.used.clear(r.start, r.count)
+			dn.freeSlots(r.start, r.count)
 		}
 	}
 }
