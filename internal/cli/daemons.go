@@ -126,7 +126,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	syncCommits := f.intRange("sync-commits", 1000, 1, 1<<30, "relaxed mode: make acknowledged commits durable after this many")
 	// Datanodes forget revocations after a day, so no ticket may live longer.
 	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
-	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: seven eighths of the cluster's blocks")
+	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions, counted in bytes\n(on sparse volumes a short block counts its pages); 0: seven eighths of the cluster's capacity")
 	var logSize int64 = 64 << 20
 	f.sizeRange(&logSize, "log-size", 64<<10, 1<<40, "commit log: preallocated size, and how much is logged before the log is checkpointed into the database and started over")
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")

@@ -325,7 +325,10 @@ func substitute(set, live []*dnode, full *dnode, bs uint64) *dnode {
 // allocate allocates blocks index..index+count-1 of a file with rep replicas
 // and generation gen for tx, which holds them until it ends. On error
 // nothing is taken. Called with n.mu held.
-func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64, size int64) ([]wire.Extent, error) {
+// It returns the extents and the bytes they hold on the datanodes until
+// the transaction ends (space.go: what a sparse datanode reserved, whole
+// blocks on a fixed one).
+func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64, size int64) ([]wire.Extent, uint64, error) {
 	a := newBlockAllocator(n.liveNodes(), n.ns.blockList(tx, ino))
 	a.turn = &n.nodes.turn
 	a.bs = uint64(n.cfg.Blocksize)
@@ -341,17 +344,23 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 	}
 	xs, runs, err := a.place(ino, index, count, rep, pref)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	var held uint64
 	if len(runs) > 0 && tx.allocated == nil {
 		tx.allocated = map[uint32][]run{}
 	}
 	for _, r := range runs {
 		r.gen = gen
 		tx.allocated[r.node] = append(tx.allocated[r.node], r)
+		if dn := n.nodes.get(r.node); dn != nil && dn.sparse() {
+			held += r.reserved
+		} else {
+			held += r.count * a.bs
+		}
 	}
 	for i := range xs {
 		xs[i].Gen = gen
 	}
-	return xs, nil
+	return xs, held, nil
 }

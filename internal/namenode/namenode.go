@@ -78,7 +78,9 @@ type Config struct {
 	RequestMemory int
 	IdleTimeout   time.Duration // close a connection silent this long (default 30m)
 	// UserAllocLimit bounds the blocks (each replica counted) one user may
-	// hold in uncommitted transactions; 0 means 7/8 of the cluster's blocks.
+	// hold in uncommitted transactions, in bytes as the datanodes count them
+	// (space.go): on sparse volumes a short block counts its pages; 0 means
+	// 7/8 of the cluster's capacity.
 	UserAllocLimit uint64
 
 	// Relaxed makes every commit async: acknowledged once the store has

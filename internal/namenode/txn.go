@@ -33,7 +33,7 @@ type Txn struct {
 	allocated  map[uint32][]run // blocks allocated by this transaction
 	extended   []run            // committed blocks this transaction may extend in place (count 1)
 	user       string           // who began it ("" at security level none)
-	allocCount uint64           // blocks (replicas counted) allocated, charged to user
+	allocCount uint64           // bytes (replicas counted) allocated, charged to user
 	freed      []run            // blocks dropped from block lists
 }
 

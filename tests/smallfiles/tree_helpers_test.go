@@ -56,6 +56,20 @@ func newTree(root string, n, perDir int, seed uint64) *tree {
 	return t
 }
 
+// upTo keeps the tree's first files that hold at most pages bytes in whole
+// pages, and returns those bytes.
+func (t *tree) upTo(pages int64) int64 {
+	var sum int64
+	for i, s := range t.sizes {
+		if sum+pageRounded(s) > pages {
+			t.paths, t.sizes = t.paths[:i], t.sizes[:i]
+			break
+		}
+		sum += pageRounded(s)
+	}
+	return sum
+}
+
 func (t *tree) content(i int) []byte { return testkit.SeededBytes(t.sizes[i], t.seed<<20+uint64(i)) }
 
 // bytes is the sum of the files' sizes.
