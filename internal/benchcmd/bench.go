@@ -42,6 +42,7 @@ var benchmarks = [][2]string{
 	{"build", "a parallel C build inside a mount beside local disk"},
 	{"webhdfs", "a large file written (CREATE) and read (OPEN) through the WebHDFS gateway beside put and get; LISTSTATUS beside GETFILESTATUS"},
 	{"nfs", "a large file copied through the NFSv3 bridge with libnfs nfs-cp beside put and get"},
+	{"smallfiles", "trees of small files on a sparse datanode volume beside ext4's du; put/get of a large file on sparse beside fixed slots"},
 	{"warm-memory", "touch memory once so that first-touch costs of the hypervisor do not skew a comparison"},
 }
 
@@ -54,6 +55,7 @@ var commands = map[string]func(ctx context.Context, args []string) error{
 	"mr":             cmdBenchMR,
 	"webhdfs":        cmdBenchWebHDFS,
 	"build":          cmdBenchBuild,
+	"smallfiles":     cmdBenchSmallFiles,
 	"fuse-loopback":  cmdFuseLoopback,
 	"echo-server":    cmdEchoServer,
 }
