@@ -39,8 +39,13 @@ import (
 // datanode: a write to the slot releases what its block does not cover
 // (BlockStore.Write), until then the datanode counts them as used.
 
-// maxReleaseBatch bounds the runs of one heartbeat answer.
-const maxReleaseBatch = 1024
+// maxReleaseBatch bounds the runs of one heartbeat answer, and
+// maxReleaseBlocks their blocks: the datanode releases them before its
+// next heartbeat, which must not be late.
+const (
+	maxReleaseBatch  = 1024
+	maxReleaseBlocks = 4096
+)
 
 // nodeSpace is a datanode's byte accounting and its freed slots on their
 // way back. Guarded by Namenode.mu, like the dnode it is part of.
@@ -50,6 +55,10 @@ type nodeSpace struct {
 	release  []run  // freed slots not yet sent (taken in the block map)
 	sent     []run  // the batch sent, not yet acknowledged
 	sentSeq  uint64 // its number (0: none sent yet)
+	// pending marks the slots in release and sent: a slot freed twice is
+	// released once (released again after its reuse, it would lose its
+	// new owner's block).
+	pending *blockMap
 }
 
 // sparse reports whether the datanode's volume is sparse (known from its
@@ -135,7 +144,27 @@ func (d *dnode) freeSlots(start, count uint64) {
 		d.used.clear(start, count)
 		return
 	}
-	d.space.release = append(d.space.release, run{node: d.ID, start: start, count: count})
+	if p := d.space.pending; p == nil || p.size != d.used.size {
+		old := p
+		d.space.pending = newBlockMap(d.used.size)
+		if old != nil {
+			copy(d.space.pending.used, old.used)
+		}
+	}
+	p := d.space.pending
+	for b := start; b < start+count && b < p.size; {
+		if p.isUsed(b) || !d.used.isUsed(b) {
+			b++ // being released already, or free
+			continue
+		}
+		n := uint64(1)
+		for b+n < start+count && b+n < p.size && !p.isUsed(b+n) && d.used.isUsed(b+n) {
+			n++
+		}
+		p.set(b, n)
+		d.space.release = append(d.space.release, run{node: d.ID, start: b, count: n})
+		b += n
+	}
 }
 
 // heartbeat takes a datanode's report of its bytes and its acknowledgement
@@ -150,13 +179,24 @@ func (d *dnode) heartbeat(ni *wire.NodeInfo, ack uint64) []wire.Extent {
 	if sp.sent != nil && ack == sp.sentSeq {
 		for _, r := range sp.sent {
 			d.used.clear(r.start, r.count)
+			sp.pending.clear(r.start, r.count)
 		}
 		sp.sent = nil
 	}
 	if sp.sent == nil && len(sp.release) > 0 {
-		k := min(len(sp.release), maxReleaseBatch)
-		sp.sent = append([]run(nil), sp.release[:k]...)
-		sp.release = sp.release[k:]
+		blocks := uint64(0)
+		for len(sp.release) > 0 && len(sp.sent) < maxReleaseBatch && blocks < maxReleaseBlocks {
+			r := sp.release[0]
+			if k := maxReleaseBlocks - blocks; r.count > k {
+				sp.release[0].start += k
+				sp.release[0].count -= k
+				r.count = k
+			} else {
+				sp.release = sp.release[1:]
+			}
+			sp.sent = append(sp.sent, r)
+			blocks += r.count
+		}
 		if sp.sentSeq == 0 {
 			// Numbers from an earlier namenode run must not match.
 			sp.sentSeq = uint64(time.Now().UnixNano())
