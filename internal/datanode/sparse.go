@@ -115,16 +115,22 @@ func writeEmptyEntries(f *os.File, slots uint64, blocksize uint32) error {
 // Sparse reports whether the volume is of layoutSparse.
 func (s *BlockStore) Sparse() bool { return s.Config.Layout == layoutSparse }
 
-// Space returns the bytes the volume may hold and those its blocks hold
-// now (pages on disk). A volume of a fixed layout holds Blocks whole
-// blocks and reports capacity 0: its slots are its space.
+// Space returns the bytes the volume may hold and those its blocks held
+// (pages on disk) when the last Sync began. A volume of a fixed layout
+// holds Blocks whole blocks and reports capacity 0: its slots are its
+// space.
+//
+// Blocks written since are not counted: a writer syncs before it
+// commits, and until then the namenode counts the blocks it allocated
+// (namenode/space.go); counting them here too would count a large file
+// being written twice.
 func (s *BlockStore) Space() (capacity, used int64) {
 	if !s.Sparse() {
 		return 0, 0
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.Config.Capacity, s.held
+	return s.Config.Capacity, s.synced
 }
 
 // punch deallocates length bytes of the data file at off (they read as

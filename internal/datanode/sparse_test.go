@@ -49,6 +49,9 @@ func TestSparseVolumeHoldsOnlyPages(t *testing.T) {
 	}
 	used := func(want int64) {
 		t.Helper()
+		if err := st.Sync(); err != nil {
+			t.Fatal(err)
+		}
 		if _, u := st.Space(); u != want {
 			t.Fatalf("Space says %d bytes used, want %d", u, want)
 		}
@@ -59,6 +62,9 @@ func TestSparseVolumeHoldsOnlyPages(t *testing.T) {
 	write(5, bs)
 	write(9000, 10000)
 	write(16000, 1)
+	if _, u := st.Space(); u != 0 {
+		t.Fatalf("Space says %d bytes used before a Sync: it counts blocks not synced yet (their writers' allocations count them)", u)
+	}
 	used(bs + 12288 + 4096)
 	short := write(5, 5000)
 	used(8192 + 12288 + 4096)

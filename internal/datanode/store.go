@@ -260,8 +260,9 @@ type BlockStore struct {
 	gens    []uint64
 	tails   []uint32 // zero bytes at each block's end that are not on disk
 	// held is the sum over blocks of their bytes on disk (blocksize less
-	// tail): what a volume of layoutSparse uses (sparse.go). Under mu.
-	held int64
+	// tail): what a volume of layoutSparse uses (sparse.go); synced is
+	// what it was when the last Sync began, what Space reports. Under mu.
+	held, synced int64
 	// Extensions in place (extend.go): the last append ticket applied to
 	// each block.
 	appendSeq map[uint64]uint64
@@ -372,6 +373,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		}
 		i += k
 	}
+	s.synced = s.held
 	return s, nil
 }
 
@@ -681,9 +683,15 @@ func (s *BlockStore) Verify(block, count, maxGen uint64) ([]uint64, []uint32, er
 // Sync makes all writes so far durable: the blocks and their entries, in
 // one file.
 func (s *BlockStore) Sync() error {
+	s.mu.RLock()
+	held := s.held
+	s.mu.RUnlock()
 	if err := unix.Fdatasync(int(s.data.Fd())); err != nil {
 		return fmt.Errorf("fdatasync data: %w", err)
 	}
+	s.mu.Lock()
+	s.synced = held
+	s.mu.Unlock()
 	return nil
 }
 

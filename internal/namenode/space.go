@@ -15,8 +15,9 @@ import (
 // blocks, so its block map says where blocks are but not whether they
 // fit: a datanode's room is the smaller of its free slots and its free
 // bytes, in whole blocks. Its bytes in use are what it reported with its
-// last heartbeat (the pages its blocks hold), plus what was allocated on it
-// since that it may not have counted yet:
+// last heartbeat (the pages its blocks held at its last sync: a block
+// written is counted once the writer's sync before its commit is done),
+// plus what was allocated on it that it may not have counted yet:
 //
 //   - reserved: a whole block for each block allocated to an open
 //     transaction or copy (the namenode does not know how much of it the
