@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 
 	"github.com/plasmafs/plasma/internal/bench"
 	"github.com/plasmafs/plasma/internal/cli"
@@ -73,9 +73,13 @@ func cmdBenchSmallFiles(ctx context.Context, args []string) error {
 	var o bench.SmallFilesOptions
 	f.StringVar(&o.Dir, "dir", "", "directory for the clusters and reference trees (required)")
 	f.StringVar(&o.Plasma, "plasma", defaultPlasma(), "the plasma `binary` that runs the clusters")
-	goSrc := filepath.Join(runtime.GOROOT(), "src")
-	if _, err := os.Stat(goSrc); err != nil {
-		goSrc = ""
+	goSrc := ""
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		if p := filepath.Join(strings.TrimSpace(string(out)), "src"); strings.TrimSpace(string(out)) != "" {
+			if _, err := os.Stat(p); err == nil {
+				goSrc = p
+			}
+		}
 	}
 	f.StringVar(&o.GoSrc, "gosrc", goSrc, "a real source tree to store too (\"\": none)")
 	files := f.IntRange("files", 20000, 1, 1<<24, "files of the synthetic tree")
