@@ -23,7 +23,7 @@ import (
 
 func init() {
 	register("namenode", "[-listen ADDR] [-db STORE] [-log FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY | migrate -from STORE -to STORE", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata; copy it to another store", cmdNamenode)
-	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + preallocated data file)", cmdDatanodeInit)
+	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + data file: sparse by default)", cmdDatanodeInit)
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
 

@@ -82,6 +82,15 @@ func (d *dnode) capacityBytes(bs uint64) uint64 {
 	return 0
 }
 
+// capacityBlocks is the datanode's capacity in whole blocks: a fixed
+// volume's slots, a sparse one's bytes (its slots are many more).
+func (d *dnode) capacityBlocks(bs uint64) uint64 {
+	if d.sparse() && bs > 0 {
+		return d.info.Capacity / bs
+	}
+	return d.Blocks
+}
+
 // usedBytes is what the datanode's blocks hold or may hold by now.
 func (d *dnode) usedBytes(bs uint64) uint64 {
 	if !d.sparse() {
