@@ -211,3 +211,11 @@ func (s *BlockStore) release1(b uint64, bs uint32, empty uint32) error {
 	}
 	return s.record(b, empty, gen, bs)
 }
+
+// onDiskBytes is what block holds on disk (its pages; the scrubber paces
+// itself by them).
+func (s *BlockStore) onDiskBytes(block uint64) int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return int64(s.Config.Blocksize) - int64(s.tails[block])
+}
