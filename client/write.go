@@ -387,7 +387,7 @@ func (w *blockWriter) writeRange(ctx context.Context, batch map[uint64][]byte, s
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		pref := append([]string(nil), exclude...)
-		r, err := w.tx.call(ctx, &wire.Request{Op: wire.OpAllocate, Ino: w.ino, Index: first, Count: uint64(len(idxs)), Pref: pref})
+		r, err := w.tx.call(ctx, &wire.Request{Op: wire.OpAllocate, Ino: w.ino, Index: first, Count: uint64(len(idxs)), Pref: pref, Size: size})
 		if err != nil {
 			if lastErr != nil {
 				return nil, fmt.Errorf("%s: %w (after: %v)", w.path, err, lastErr)

@@ -45,6 +45,7 @@ var benchmarks = [][2]string{
 	{"webhdfs", "a large file written (CREATE) and read (OPEN) through the WebHDFS gateway beside put and get; LISTSTATUS beside GETFILESTATUS"},
 	{"nfs", "a large file copied through the NFSv3 bridge with libnfs nfs-cp beside put and get"},
 	{"rereplicate", "re-replication of a killed datanode's data beside cp on the same disk, and user reads during it beside before"},
+	{"smallfiles", "trees of small files on a sparse datanode volume beside ext4's du; put/get of a large file on sparse beside fixed slots"},
 	{"warm-memory", "touch memory once so that first-touch costs of the hypervisor do not skew a comparison"},
 }
 
@@ -59,6 +60,7 @@ var commands = map[string]func(ctx context.Context, args []string) error{
 	"webhdfs":        cmdBenchWebHDFS,
 	"rereplicate":    cmdBenchReReplicate,
 	"build":          cmdBenchBuild,
+	"smallfiles":     cmdBenchSmallFiles,
 	"fuse-loopback":  cmdFuseLoopback,
 	"echo-server":    cmdEchoServer,
 }

@@ -23,7 +23,7 @@ import (
 
 func init() {
 	register("namenode", "[-listen ADDR] [-db STORE] [-log FILE] [-format] [-cluster NAME] [-blocksize B] | backup -db FILE -o COPY | migrate -from STORE -to STORE", "run the metadata server (-format: create a new namespace); back up a stopped one's metadata; copy it to another store", cmdNamenode)
-	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + preallocated data file)", cmdDatanodeInit)
+	register("datanode init", "-dir DIR [-cluster NAME] [-blocksize B] [-size BYTES]", "create a datanode volume (config + data file: sparse by default)", cmdDatanodeInit)
 	register("datanode", "-dir DIR [-listen ADDR] -namenode ADDR", "serve a datanode volume", cmdDatanode)
 }
 
@@ -126,7 +126,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	syncCommits := f.intRange("sync-commits", 1000, 1, 1<<30, "relaxed mode: make acknowledged commits durable after this many")
 	// Datanodes forget revocations after a day, so no ticket may live longer.
 	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
-	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions; 0: seven eighths of the cluster's blocks")
+	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions, counted in bytes\n(on sparse volumes a short block counts its pages); 0: seven eighths of the cluster's capacity")
 	var logSize int64 = 64 << 20
 	f.sizeRange(&logSize, "log-size", 64<<10, 1<<40, "commit log: preallocated size, and how much is logged before the log is checkpointed into the database and started over")
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
@@ -272,14 +272,21 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 }
 
 func cmdDatanodeInit(ctx context.Context, args []string) error {
-	f := newFlags("datanode init", "-dir DIR [options]", "Create a datanode volume: a new identity, a config file and a preallocated data file.", false)
+	f := newFlags("datanode init", "-dir DIR [options]", `Create a datanode volume: a new identity, a config file and a data file.
+A sparse volume (the default) has a slot for every -slot-bytes of its size in a sparse
+data file: a block takes only the pages its data covers, so small files cost what they
+hold. A fixed volume (-layout fixed, or -fallocate) has one preallocated slot per whole
+block: every block, however short, takes a block of the volume.`, false)
 	dir := f.String("dir", "", "volume directory (required)")
 	cluster := f.String("cluster", "plasma", "cluster name")
 	var bs int64 = 1 << 20
 	var size int64 = 4 << 30
 	f.sizeRange(&bs, "blocksize", 4<<10, 64<<20, "blocksize, a power of two (must match the namenode)")
 	f.sizeRange(&size, "size", 4<<10, maxVolume, "volume size in bytes (e.g. 4G)")
-	fast := f.Bool("fallocate", false, "reserve space with fallocate instead of writing zeros (instant, but first writes are slower on ext4)")
+	fast := f.Bool("fallocate", false, "a fixed volume, its space reserved with fallocate instead of writing zeros (instant, but first writes are slower on ext4)")
+	layout := f.String("layout", "sparse", "sparse (blocks take the pages they hold) or fixed (a whole preallocated block each)")
+	var slotBytes int64 = datanode.DefaultSlotBytes
+	f.sizeRange(&slotBytes, "slot-bytes", 4<<10, 64<<20, "sparse volumes: one slot per this many bytes of -size (each slot costs the datanode 16 bytes of memory\nand of disk; a volume of only large files may take fewer)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -296,8 +303,22 @@ func cmdDatanodeInit(ctx context.Context, args []string) error {
 	if size < bs {
 		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))
 	}
+	if *layout != "sparse" && *layout != "fixed" {
+		return usagef("-layout %q: sparse or fixed", *layout)
+	}
+	if slotBytes > bs {
+		return usagef("-slot-bytes %s is larger than a block (%s)", sizeString(slotBytes), sizeString(bs))
+	}
 	if err := checkSpace(*dir, size); err != nil {
 		return err
+	}
+	if *layout == "sparse" && !*fast {
+		cfg, err := datanode.InitSparse(*dir, *cluster, uint32(bs), size, slotBytes)
+		if err != nil {
+			return fmt.Errorf("init %s: %w", *dir, err)
+		}
+		fmt.Fprintf(stdout, "datanode volume %s: identity %s, cluster %s, sparse, %s in %d slots of blocks of %d bytes\n", *dir, cfg.Identity, cfg.Cluster, human(uint64(cfg.Capacity)), cfg.Blocks, cfg.Blocksize)
+		return nil
 	}
 	how := datanode.PreallocZero
 	if *fast {

@@ -37,6 +37,18 @@ type Options struct {
 	// Admin gives every process an admin port (-admin-listen on a free
 	// loopback port: Proc.AdminAddr).
 	Admin bool
+	// Sparse makes the datanode volumes of process clusters sparse
+	// (datanode init -layout sparse) instead of fixed and fallocated.
+	Sparse bool
+}
+
+// initLayoutArgs are the 'datanode init' flags for the volumes' layout.
+func (o *Options) initLayoutArgs() []string {
+	if o.Sparse {
+		return []string{"-layout", "sparse"}
+	}
+	// -fallocate: instant volumes; tests do not measure write speed.
+	return []string{"-fallocate"}
 }
 
 func (o *Options) defaults() {

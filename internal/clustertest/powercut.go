@@ -86,8 +86,9 @@ func (pc *PowerCutProcs) initVolume() *Proc {
 	pc.vols++
 	name := fmt.Sprintf("vol%d", pc.vols)
 	p := &Proc{Addr: FreeAddr(pc.t), Dir: filepath.Join(pc.Mnt, name), Log: filepath.Join(pc.Dir, name+".log")}
-	out, code := pc.Run(nil, "datanode", "init", "-fallocate", "-dir", p.Dir, "-cluster", pc.Opts.Cluster,
-		"-blocksize", strconv.FormatInt(pc.Opts.Blocksize, 10), "-size", strconv.FormatInt(pc.Opts.Size, 10))
+	args := append([]string{"datanode", "init"}, pc.Opts.initLayoutArgs()...)
+	out, code := pc.Run(nil, append(args, "-dir", p.Dir, "-cluster", pc.Opts.Cluster,
+		"-blocksize", strconv.FormatInt(pc.Opts.Blocksize, 10), "-size", strconv.FormatInt(pc.Opts.Size, 10))...)
 	if code != 0 {
 		pc.t.Fatalf("datanode init: %s", out)
 	}

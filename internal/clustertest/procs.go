@@ -249,8 +249,8 @@ func (c *Procs) ReadLog(p *Proc) string {
 func (c *Procs) InitVolume(cluster string, blocksize, size int64) string {
 	c.t.Helper()
 	dir := filepath.Join(c.Dir, fmt.Sprintf("vol%d", time.Now().UnixNano()))
-	// -fallocate: instant volumes; tests do not measure write speed.
-	out, code := c.Run(nil, "datanode", "init", "-fallocate", "-dir", dir, "-cluster", cluster, "-blocksize", strconv.FormatInt(blocksize, 10), "-size", strconv.FormatInt(size, 10))
+	args := append([]string{"datanode", "init"}, c.Opts.initLayoutArgs()...)
+	out, code := c.Run(nil, append(args, "-dir", dir, "-cluster", cluster, "-blocksize", strconv.FormatInt(blocksize, 10), "-size", strconv.FormatInt(size, 10))...)
 	if code != 0 {
 		c.t.Fatalf("datanode init: %s", out)
 	}

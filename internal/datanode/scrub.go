@@ -85,11 +85,16 @@ func (s *Server) scrub() {
 		start := time.Now()
 		p.passed.Store(0)
 		p.verified.Store(0)
+		var read float64 // bytes on disk of the blocks before b (sparse volumes: their pages)
 		for b := uint64(0); b < s.store.Config.Blocks; b++ {
-			// Paced: block b may start once b blocks' worth of the rate
-			// has passed since the pass began.
-			if !s.sleepUntil(start.Add(time.Duration(float64(b) * bs / float64(s.cfg.ScrubRate) * float64(time.Second)))) {
+			// Paced: block b may start once the bytes before it at the
+			// rate have passed since the pass began.
+			if !s.sleepUntil(start.Add(time.Duration(read / float64(s.cfg.ScrubRate) * float64(time.Second)))) {
 				return
+			}
+			read += bs
+			if s.store.Sparse() {
+				read += float64(s.store.onDiskBytes(b)) - bs
 			}
 			checked, bad, crc, err := s.store.ScrubCheck(b, buf)
 			p.passed.Store(b + 1)

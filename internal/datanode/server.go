@@ -174,7 +174,10 @@ func (s *Server) Register(ctx context.Context, addr, socket string) error {
 
 func (s *Server) nodeInfo(addr, socket string) *wire.NodeInfo {
 	cfg := s.store.Config
-	return &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks, Namespace: cfg.Namespace}
+	ni := &wire.NodeInfo{Identity: cfg.Identity, Cluster: cfg.Cluster, Addr: addr, Socket: socket, Host: s.cfg.Host, Blocksize: cfg.Blocksize, Blocks: cfg.Blocks, Namespace: cfg.Namespace}
+	capacity, used := s.store.Space()
+	ni.Capacity, ni.UsedBytes = uint64(capacity), uint64(used)
+	return ni
 }
 
 func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, error) {
@@ -232,6 +235,9 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 	ni := s.nodeInfo(addr, socket)
 	var retry time.Time // no attempt to re-register before this
 	delay := retryMin
+	// released is the last batch of freed slots emptied (release.go), to
+	// acknowledge with the next heartbeat; 0: none.
+	var released uint64
 	for {
 		select {
 		case <-s.stop:
@@ -262,9 +268,12 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 				continue
 			}
 			delay = retryMin
+			released = 0
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := c.Call(ctx, s.scrubbed.report(&wire.Request{Op: wire.OpHeartbeat, Node: &wire.NodeInfo{Identity: ni.Identity}}))
+		// Index carries the scrubber's progress (scrubProgress.report), Size
+		// the last batch of freed slots released (release.go).
+		resp, err := c.Call(ctx, s.scrubbed.report(&wire.Request{Op: wire.OpHeartbeat, Node: s.heartbeatNode(ni.Identity), Size: int64(released)}))
 		cancel()
 		if err == nil && resp.Code != wire.OK {
 			err = errors.New(resp.Msg)
@@ -272,6 +281,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 		if err == nil {
 			s.revoke(resp.Counters)
 			s.reportBad(c)
+			released = s.releaseFreed(resp.Extents)
 		}
 		if err != nil {
 			s.log.Warn("lost namenode connection", "err", err)

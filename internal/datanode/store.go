@@ -37,6 +37,10 @@ type VolumeConfig struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Layout says where the per-block entries are (see BlockStore).
 	Layout int `json:"layout,omitempty"`
+	// Capacity is the bytes a volume of layoutSparse may hold; its Blocks
+	// are slots, many more than fit (sparse.go). 0 in other layouts: the
+	// volume holds Blocks whole blocks.
+	Capacity int64 `json:"capacity,omitempty"`
 }
 
 // Volume layouts.
@@ -48,6 +52,10 @@ const (
 	// layoutInline: one entry per block in a region of the data file
 	// after the blocks.
 	layoutInline = 1
+	// layoutSparse: as layoutInline, but the data file is sparse and has
+	// many more slots than its capacity holds whole blocks; a block takes
+	// the pages it holds (sparse.go).
+	layoutSparse = 2
 )
 
 // metaEntry is the size of a block's entry: its CRC32C XOR genMix(gen)
@@ -66,6 +74,9 @@ const (
 	// ext4 every first write of a block converts an unwritten extent, which
 	// made writes about three times slower here.
 	PreallocFallocate
+	// PreallocSparse makes a volume of layoutSparse: nothing is reserved,
+	// a block takes only the pages it holds (sparse.go).
+	PreallocSparse
 )
 
 // Init creates a volume in dir: a new identity, the config file and a
@@ -77,8 +88,11 @@ func Init(dir, cluster string, blocksize uint32, size int64) (*VolumeConfig, err
 
 // InitWith is Init with a choice of preallocation.
 func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocation) (*VolumeConfig, error) {
-	if blocksize < 4096 || blocksize > 64<<20 || blocksize&(blocksize-1) != 0 {
-		return nil, fmt.Errorf("blocksize %d: must be a power of two between 4 KiB and 64 MiB", blocksize)
+	if how == PreallocSparse {
+		return InitSparse(dir, cluster, blocksize, size, DefaultSlotBytes)
+	}
+	if err := checkBlocksize(blocksize); err != nil {
+		return nil, err
 	}
 	if cluster == "" {
 		return nil, errors.New("cluster name is empty")
@@ -87,30 +101,10 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 	if size <= 0 || blocks == 0 {
 		return nil, fmt.Errorf("size %d is smaller than one block (%d bytes)", size, blocksize)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "config")); err == nil {
-		return nil, fmt.Errorf("%s already holds a datanode volume (config exists)", dir)
-	}
-	// Without a config (written last) the volume was never complete: what
-	// is there is left from an init that was interrupted (Ctrl-C during
-	// the zeroing) and never served; it is made again.
-	for _, name := range []string{"data", "crc", "gen", "tail", "config.tmp"} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: remove %s left by an interrupted init: %w", dir, name, err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	cfg, err := prepareVolumeDir(dir, cluster, blocksize, blocks)
+	if err != nil {
 		return nil, err
 	}
-	// The volume directory may be new: its entry must survive a power cut
-	// like the files in it (writeConfig syncs the directory itself).
-	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-		return nil, err
-	}
-	id := make([]byte, 16)
-	if _, err := rand.Read(id); err != nil {
-		return nil, err
-	}
-	cfg := &VolumeConfig{Identity: hex.EncodeToString(id), Cluster: cluster, Blocksize: blocksize, Blocks: blocks, Layout: layoutInline}
 	for _, f := range []struct {
 		name string
 		size int64
@@ -137,6 +131,43 @@ func InitWith(dir, cluster string, blocksize uint32, size int64, how Preallocati
 		return nil, err
 	}
 	return cfg, nil
+}
+
+func checkBlocksize(blocksize uint32) error {
+	if blocksize < 4096 || blocksize > 64<<20 || blocksize&(blocksize-1) != 0 {
+		return fmt.Errorf("blocksize %d: must be a power of two between 4 KiB and 64 MiB", blocksize)
+	}
+	return nil
+}
+
+// prepareVolumeDir makes dir ready for a new volume's files (refusing one
+// that holds a volume) and returns its config, of layoutInline with a new
+// identity.
+func prepareVolumeDir(dir, cluster string, blocksize uint32, blocks uint64) (*VolumeConfig, error) {
+	if _, err := os.Stat(filepath.Join(dir, "config")); err == nil {
+		return nil, fmt.Errorf("%s already holds a datanode volume (config exists)", dir)
+	}
+	// Without a config (written last) the volume was never complete: what
+	// is there is left from an init that was interrupted (Ctrl-C during
+	// the zeroing) and never served; it is made again.
+	for _, name := range []string{"data", "crc", "gen", "tail", "config.tmp"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: remove %s left by an interrupted init: %w", dir, name, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The volume directory may be new: its entry must survive a power cut
+	// like the files in it (writeConfig syncs the directory itself).
+	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		return nil, err
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	return &VolumeConfig{Identity: hex.EncodeToString(id), Cluster: cluster, Blocksize: blocksize, Blocks: blocks, Layout: layoutInline}, nil
 }
 
 // writeConfig replaces the volume's config file durably: a temporary file,
@@ -228,6 +259,10 @@ type BlockStore struct {
 	crcs    []uint32 // CRC32C of each block (not XORed)
 	gens    []uint64
 	tails   []uint32 // zero bytes at each block's end that are not on disk
+	// held is the sum over blocks of their bytes on disk (blocksize less
+	// tail): what a volume of layoutSparse uses (sparse.go); synced is
+	// what it was when the last Sync began, what Space reports. Under mu.
+	held, synced int64
 	// Extensions in place (extend.go): the last append ticket applied to
 	// each block.
 	appendSeq map[uint64]uint64
@@ -294,6 +329,11 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 			s.data.Close()
 			return nil, err
 		}
+	case layoutSparse:
+		if s.Config.Capacity <= 0 {
+			s.data.Close()
+			return nil, fmt.Errorf("%s/config is corrupt: a sparse volume without its capacity", dir)
+		}
 	case layoutInline:
 		// Left by a conversion interrupted after its config was written.
 		for _, name := range []string{"crc", "gen", "tail"} {
@@ -301,7 +341,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		}
 	default:
 		s.data.Close()
-		return nil, fmt.Errorf("%s: volume layout %d is newer than this version of plasma knows (up to %d): upgrade plasma", cfgPath, s.Config.Layout, layoutInline)
+		return nil, fmt.Errorf("%s: volume layout %d is newer than this version of plasma knows (up to %d): upgrade plasma", cfgPath, s.Config.Layout, layoutSparse)
 	}
 	st, err := s.data.Stat()
 	if err != nil {
@@ -329,9 +369,11 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 			}
 			s.crcs[i+j] = binary.LittleEndian.Uint32(e) ^ genMix(gen)
 			s.gens[i+j], s.tails[i+j] = gen, t
+			s.held += int64(s.Config.Blocksize - t)
 		}
 		i += k
 	}
+	s.synced = s.held
 	return s, nil
 }
 
@@ -489,6 +531,9 @@ func (s *BlockStore) Write(block uint64, data []byte, crc uint32, gen uint64) er
 			return err
 		}
 	}
+	if err := s.releaseTail(block, n); err != nil {
+		return err
+	}
 	// Start writeback now, so the fdatasync before commit finds little
 	// left to do and disk writes overlap the transfer.
 	unix.SyncFileRange(int(s.data.Fd()), off, int64(n), unix.SYNC_FILE_RANGE_WRITE)
@@ -537,6 +582,9 @@ func (s *BlockStore) Adopt(block uint64, length int, crc uint32, gen uint64, buf
 		s.badChecksums.Add(1) // metrics.go
 		return fmt.Errorf("%w: block %d written locally reads as %08x, writer computed %08x", ErrChecksum, block, got, crc)
 	}
+	if err := s.releaseTail(block, n); err != nil {
+		return err
+	}
 	unix.SyncFileRange(int(s.data.Fd()), off, int64(n), unix.SYNC_FILE_RANGE_WRITE)
 	return s.record(block, crc, gen, uint32(bs-n))
 }
@@ -552,6 +600,7 @@ func (s *BlockStore) record(block uint64, crc uint32, gen uint64, tail uint32) e
 		return err
 	}
 	s.mu.Lock()
+	s.held += int64(s.tails[block]) - int64(tail)
 	s.gens[block] = gen
 	s.crcs[block] = crc
 	s.tails[block] = tail
@@ -634,9 +683,15 @@ func (s *BlockStore) Verify(block, count, maxGen uint64) ([]uint64, []uint32, er
 // Sync makes all writes so far durable: the blocks and their entries, in
 // one file.
 func (s *BlockStore) Sync() error {
+	s.mu.RLock()
+	held := s.held
+	s.mu.RUnlock()
 	if err := unix.Fdatasync(int(s.data.Fd())); err != nil {
 		return fmt.Errorf("fdatasync data: %w", err)
 	}
+	s.mu.Lock()
+	s.synced = held
+	s.mu.Unlock()
 	return nil
 }
 

@@ -37,6 +37,20 @@ type blockAllocator struct {
 	// together on them.
 	groups map[uint64][]uint32
 	turn   *uint64 // whose turn it is among near-equal datanodes
+	bs     uint64  // the blocksize, for the datanodes' room in bytes (space.go)
+	// size is the file's size the writer announced (0: unknown), for
+	// what its blocks will hold.
+	size int64
+}
+
+// need is the bytes blocks index..index+k-1 of the file will hold on a
+// sparse datanode: up to the announced size, in whole pages, at least a
+// page each; whole blocks if the size is unknown.
+func (a *blockAllocator) need(index, k uint64) uint64 {
+	if a.size <= 0 {
+		return k * a.bs
+	}
+	return max(committedBytes(a.size, index, k, a.bs), k*pageSize)
 }
 
 // newBlockAllocator makes an allocator over the live datanodes nodes for a
@@ -124,8 +138,8 @@ func (a *blockAllocator) place(ino, index, count uint64, rep int, pref []string)
 		if pi != pj {
 			return pi
 		}
-		if rep > 1 && live[i].used.free() != live[j].used.free() {
-			return live[i].used.free() > live[j].used.free()
+		if ri, rj := live[i].room(a.bs), live[j].room(a.bs); rep > 1 && ri != rj {
+			return ri > rj
 		}
 		return live[i].ID < live[j].ID
 	})
@@ -216,12 +230,12 @@ func (a *blockAllocator) replicaNodes(group uint64, live []*dnode, rep int) []*d
 func (a *blockAllocator) roomiest(live []*dnode) *dnode {
 	most := uint64(0)
 	for _, dn := range live {
-		most = max(most, dn.used.free())
+		most = max(most, dn.room(a.bs))
 	}
 	slack := max(runLength, most/nearFraction)
 	var near []*dnode
 	for _, dn := range live {
-		if dn.used.free()+slack >= most {
+		if dn.room(a.bs)+slack >= most {
 			near = append(near, dn)
 		}
 	}
@@ -241,13 +255,13 @@ func (a *blockAllocator) piece(ino uint64, set, live []*dnode, index, count uint
 		starts := make([]uint64, len(set))
 		got := make([]uint64, len(set))
 		for i := 0; i < len(set); i++ {
-			s, g := set[i].used.alloc(count, a.hints[set[i].ID])
+			s, g := set[i].alloc(count, a.hints[set[i].ID], func(k uint64) uint64 { return a.need(index, k) })
 			if g == 0 {
 				// Full: undo this round and substitute another node.
 				for j := 0; j < i; j++ {
 					set[j].used.clear(starts[j], got[j])
 				}
-				repl := substitute(set, live, set[i])
+				repl := substitute(set, live, set[i], a.bs)
 				if repl == nil {
 					return nil, runs, fail(wire.ErrCodeNoSpace, "no space: datanode %s is full and no other live datanode has room", set[i].Identity)
 				}
@@ -267,7 +281,12 @@ func (a *blockAllocator) piece(ino uint64, set, live []*dnode, index, count uint
 				dn.used.clear(starts[i]+l, got[i]-l)
 			}
 			x.Replicas = append(x.Replicas, wire.Run{Node: dn.ID, Start: starts[i]})
-			runs = append(runs, run{node: dn.ID, start: starts[i], count: l, ino: ino, index: index})
+			r := run{node: dn.ID, start: starts[i], count: l, ino: ino, index: index}
+			if dn.sparse() {
+				r.reserved = a.need(index, l)
+				dn.space.reserved += r.reserved
+			}
+			runs = append(runs, r)
 			a.hints[dn.ID] = starts[i] + l
 		}
 		out = append(out, x)
@@ -283,19 +302,20 @@ func (a *blockAllocator) release(runs []run) {
 		for _, dn := range a.nodes {
 			if dn.ID == r.node {
 				dn.used.clear(r.start, r.count)
+				dn.unreserveBytes(r.reserved, 0)
 			}
 		}
 	}
 }
 
 // substitute returns a live node outside set, other than full, with room.
-func substitute(set, live []*dnode, full *dnode) *dnode {
+func substitute(set, live []*dnode, full *dnode, bs uint64) *dnode {
 	in := map[*dnode]bool{}
 	for _, d := range set {
 		in[d] = true
 	}
 	for _, d := range live {
-		if !in[d] && d != full && d.used.free() > 0 {
+		if !in[d] && d != full && d.room(bs) > 0 {
 			return d
 		}
 	}
@@ -305,9 +325,14 @@ func substitute(set, live []*dnode, full *dnode) *dnode {
 // allocate allocates blocks index..index+count-1 of a file with rep replicas
 // and generation gen for tx, which holds them until it ends. On error
 // nothing is taken. Called with n.mu held.
-func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64) ([]wire.Extent, error) {
+// It returns the extents and the bytes they hold on the datanodes until
+// the transaction ends (space.go: what a sparse datanode reserved, whole
+// blocks on a fixed one).
+func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, pref []string, gen uint64, size int64) ([]wire.Extent, uint64, error) {
 	a := newBlockAllocator(n.liveNodes(), n.ns.blockList(tx, ino))
 	a.turn = &n.nodes.turn
+	a.bs = uint64(n.cfg.Blocksize)
+	a.size = size
 	for _, runs := range tx.allocated {
 		var mine []run
 		for _, r := range runs {
@@ -319,17 +344,23 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 	}
 	xs, runs, err := a.place(ino, index, count, rep, pref)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	var held uint64
 	if len(runs) > 0 && tx.allocated == nil {
 		tx.allocated = map[uint32][]run{}
 	}
 	for _, r := range runs {
 		r.gen = gen
 		tx.allocated[r.node] = append(tx.allocated[r.node], r)
+		if dn := n.nodes.get(r.node); dn != nil && dn.sparse() {
+			held += r.reserved
+		} else {
+			held += r.count * a.bs
+		}
 	}
 	for i := range xs {
 		xs[i].Gen = gen
 	}
-	return xs, nil
+	return xs, held, nil
 }

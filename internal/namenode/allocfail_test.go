@@ -75,7 +75,7 @@ func TestFailedAllocationTakesNothing(t *testing.T) {
 		}
 	}
 	runs, charged := held(tx), n.txns.held(tx.user)
-	if used() != 20 || charged != 20 {
+	if used() != 20 || charged != 20*64<<10 { // bytes: whole blocks on fixed volumes
 		t.Fatalf("after 10 blocks of 2 replicas: %d used, %d charged", used(), charged)
 	}
 	// 30 blocks are free on each node: 30 of 35 are placed before it fails.

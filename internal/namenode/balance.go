@@ -33,13 +33,14 @@ func (n *Namenode) planBalance() *balancePlan {
 	}
 	var used, capacity float64
 	var nodes []*dnode
+	bs := uint64(n.cfg.Blocksize)
 	for _, dn := range n.nodes.live() {
 		if rp.draining[dn.ID] {
 			continue
 		}
 		nodes = append(nodes, dn)
 		used += float64(rp.last.blocks[dn.ID])
-		capacity += float64(dn.Blocks)
+		capacity += float64(dn.capacityBlocks(bs))
 	}
 	if capacity == 0 {
 		rp.balancing = false
@@ -49,10 +50,11 @@ func (n *Namenode) planBalance() *balancePlan {
 	p := &balancePlan{excess: map[uint32]int64{}}
 	under := false
 	for _, dn := range nodes {
-		u := float64(rp.last.blocks[dn.ID]) / float64(dn.Blocks)
+		c := float64(max(dn.capacityBlocks(bs), 1))
+		u := float64(rp.last.blocks[dn.ID]) / c
 		switch {
 		case u > avg+balanceSlack:
-			p.excess[dn.ID] = int64((u - avg) * float64(dn.Blocks))
+			p.excess[dn.ID] = int64((u - avg) * c)
 		case u < avg-balanceSlack:
 			under = true
 		}

@@ -287,7 +287,7 @@ func (n *Namenode) settleAllocations(tx *Txn, c *meta.Change) []run {
 	}
 	for k := range mine {
 		if dn := n.nodes.get(k.node); dn != nil {
-			dn.used.clear(k.b, 1)
+			dn.freeSlots(k.b, 1)
 		}
 	}
 	var out []run

@@ -48,6 +48,7 @@ const copyTimeout = 2 * time.Minute
 // scheduleCopies starts copy tasks for the queued extents, most endangered
 // first, as far as the datanodes' bounds allow. Called with n.mu held.
 func (n *Namenode) scheduleCopies() {
+	bs := uint64(n.cfg.Blocksize)
 	rp := n.repl
 	now := time.Now()
 	live := n.nodes.live()
@@ -70,12 +71,15 @@ func (n *Namenode) scheduleCopies() {
 			continue
 		}
 		dst := n.pickDestination(it.x, live)
-		if dst == nil || (it.from != 0 && dst.used.free() <= n.nodes.get(it.from).used.free()) {
+		if dst == nil || (it.from != 0 && dst.room(bs) <= n.nodes.get(it.from).room(bs)) {
 			continue // a balancing move goes to an emptier datanode only
 		}
-		start, k := dst.used.alloc(uint64(min(it.x.Count, maxTaskBlocks)), 0)
+		start, k := dst.alloc(uint64(min(it.x.Count, maxTaskBlocks)), 0, func(k uint64) uint64 { return k * bs })
 		if k == 0 {
 			continue
+		}
+		if dst.sparse() {
+			dst.space.reserved += k * bs // until finishCopy
 		}
 		t := &copyTask{ino: it.ino, index: it.x.Index, count: uint32(k), crc: it.x.CRC[:k], gen: it.x.Gen,
 			src: *src, dst: wire.Run{Node: dst.ID, Start: start}, started: now}
@@ -137,15 +141,16 @@ func (n *Namenode) balanceSource(it repItem) *wire.Run {
 // pickDestination returns the live datanode in service with the most free
 // blocks that holds no replica of x and has room for another copy, or nil.
 func (n *Namenode) pickDestination(x wire.Extent, live []*dnode) *dnode {
+	bs := uint64(n.cfg.Blocksize)
 	var best *dnode
 	for _, dn := range live {
-		if n.repl.draining[dn.ID] || n.repl.busy[dn.ID] >= n.repl.perNode || dn.used.free() == 0 {
+		if n.repl.draining[dn.ID] || n.repl.busy[dn.ID] >= n.repl.perNode || dn.room(bs) == 0 {
 			continue
 		}
 		if slices.ContainsFunc(x.Replicas, func(r wire.Run) bool { return r.Node == dn.ID }) {
 			continue
 		}
-		if best == nil || dn.used.free() > best.used.free() {
+		if best == nil || dn.room(bs) > best.room(bs) {
 			best = dn
 		}
 	}
@@ -272,6 +277,12 @@ func (n *Namenode) finishCopy(t *copyTask, err error) {
 	rp.busy[t.src.Node]--
 	rp.busy[t.dst.Node]--
 	rp.dirty[t.ino] = true
+	if dn := n.nodes.get(t.dst.Node); dn != nil {
+		// What it wrote, settled or not, the datanode counts from its
+		// next heartbeats.
+		bs := uint64(n.cfg.Blocksize)
+		dn.unreserve(uint64(t.count), bs, uint64(t.count)*bs)
+	}
 	in := n.ns.inodes[t.ino]
 	var xs []wire.Extent
 	switch {
@@ -290,7 +301,7 @@ func (n *Namenode) finishCopy(t *copyTask, err error) {
 		rp.failed++
 		n.log.Warn("re-replication copy not attached", "task", t.String(), "err", err)
 		if dn := n.nodes.get(t.dst.Node); dn != nil {
-			dn.used.clear(t.dst.Start, uint64(t.count)) // referenced nowhere
+			dn.freeSlots(t.dst.Start, uint64(t.count)) // referenced nowhere
 		}
 		return
 	}

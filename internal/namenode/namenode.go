@@ -78,7 +78,9 @@ type Config struct {
 	RequestMemory int
 	IdleTimeout   time.Duration // close a connection silent this long (default 30m)
 	// UserAllocLimit bounds the blocks (each replica counted) one user may
-	// hold in uncommitted transactions; 0 means 7/8 of the cluster's blocks.
+	// hold in uncommitted transactions, in bytes as the datanodes count them
+	// (space.go): on sparse volumes a short block counts its pages; 0 means
+	// 7/8 of the cluster's capacity.
 	UserAllocLimit uint64
 
 	// Relaxed makes every commit async: acknowledged once the store has
@@ -139,6 +141,9 @@ type run struct {
 	// blocks were allocated for; they may be attached nowhere else. gen
 	// is the allocation's generation.
 	ino, index, gen uint64
+	// reserved: the bytes the allocation holds on a sparse datanode
+	// until its transaction ends (space.go).
+	reserved uint64
 	// Extensions in place only: attached by setblocks (the block's new
 	// version is part of the transaction).
 	attached bool

@@ -62,18 +62,21 @@ func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 	dn.scrub = scrubReport{lastPass: q.Mtime, lastBlocks: q.Count, passed: q.Index}
 	revoked := dn.revoked
 	dn.revoked = nil
-	return &wire.Response{Counters: revoked}, nil
+	return &wire.Response{Counters: revoked, Extents: dn.heartbeat(q.Node, uint64(q.Size))}, nil
 }
 
 func (n *Namenode) fsStat() *wire.Response {
 	var total, used, alive, files, dirs uint64
 	for dn := range n.nodes.all() {
-		total += dn.Blocks
-		used += dn.used.nused
 		if dn.alive {
 			alive++
 		}
 	}
+	// In whole blocks of the datanodes' bytes (space.go), which is what
+	// clients multiply by the blocksize; used rounds up.
+	capacity, usedBytes := n.nodeBytes()
+	bs := uint64(n.cfg.Blocksize)
+	total, used = capacity/bs, min(capacity/bs, (usedBytes+bs-1)/bs)
 	for _, in := range n.ns.inodes {
 		switch in.attr.Type {
 		case wire.TypeDir:

@@ -92,10 +92,18 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	// else stands in the way: say so, with the numbers.
 	free, nodes := n.liveFree()
 	outOfSpace := func() error {
-		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (see 'plasma fsstat'; remove files or add datanodes)",
-			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes)
+		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (%s; see 'plasma fsstat'; remove files or add datanodes)",
+			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes, n.roomReport())
 	}
-	if lim := n.userAllocLimit(); n.txns.held(tx.user)+want > lim {
+	// The per-user limit counts bytes, as the datanodes do (space.go):
+	// what the blocks will hold by the size the writer announced, whole
+	// blocks without one.
+	bs := uint64(n.cfg.Blocksize)
+	wantBytes := want * bs
+	if q.Size > 0 {
+		wantBytes = max(committedBytes(q.Size, q.Index, q.Count, bs), q.Count*pageSize) * uint64(max(a.Rep, 1))
+	}
+	if lim := n.userAllocLimit(); n.txns.held(tx.user)+wantBytes > lim {
 		if want > free {
 			return nil, outOfSpace()
 		}
@@ -103,18 +111,25 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		if tx.user == "" {
 			who = "anonymous clients (security level none)"
 		}
-		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for %s: %d blocks held in uncommitted transactions and %d more would pass the per-user limit of %d (commit first, or raise the namenode's -user-alloc-limit)", who, n.txns.held(tx.user), want, lim)
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: no space for %s: %s held in uncommitted transactions and %s more would pass the per-user limit of %s (%d blocks of %d bytes; commit first, or raise the namenode's -user-alloc-limit)",
+			who, sizeText(n.txns.held(tx.user)), sizeText(wantBytes), sizeText(lim), lim/bs, bs)
 	}
 	// On failure the allocator has given back whatever it took.
-	xs, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, n.newGen())
+	// Size: the file's size when the writer flushes, so that blocks of
+	// small files hold their pages rather than whole blocks until the
+	// commit (space.go); a hint only, corrected at setblocks.
+	xs, held, err := n.allocate(tx, q.Ino, q.Index, q.Count, int(a.Rep), q.Pref, n.newGen(), q.Size)
 	var oe *opError
-	if err != nil && want > free && errors.As(err, &oe) && oe.code == wire.ErrCodeNoSpace {
-		return nil, outOfSpace()
+	if err != nil && errors.As(err, &oe) && oe.code == wire.ErrCodeNoSpace {
+		if want > free {
+			return nil, outOfSpace()
+		}
+		return nil, fail(wire.ErrCodeNoSpace, "allocate: %s (%s)", oe.msg, n.roomReport())
 	}
 	if err != nil {
 		return nil, err
 	}
-	n.txns.charge(tx, want)
+	n.txns.charge(tx, held)
 	return &wire.Response{Extents: n.withTickets(tx, xs, true), Nodes: n.nodeList()}, nil
 }
 
@@ -240,7 +255,7 @@ func references(xs []wire.Extent, node uint32, start uint64) bool {
 // allocated on, and how many datanodes those are.
 func (n *Namenode) liveFree() (free uint64, nodes int) {
 	for _, dn := range n.nodes.live() {
-		free += dn.Blocks - dn.used.nused
+		free += dn.room(uint64(n.cfg.Blocksize))
 		nodes++
 	}
 	return free, nodes
@@ -251,13 +266,10 @@ func (n *Namenode) liveFree() (free uint64, nodes int) {
 // blocks, so one user's transactions cannot take all the space.
 func (n *Namenode) userAllocLimit() uint64 {
 	if n.cfg.UserAllocLimit > 0 {
-		return n.cfg.UserAllocLimit
+		return n.cfg.UserAllocLimit * uint64(n.cfg.Blocksize)
 	}
-	var total uint64
-	for dn := range n.nodes.all() {
-		total += dn.Blocks
-	}
-	return total - total/8
+	capacity, _ := n.nodeBytes()
+	return capacity - capacity/8
 }
 
 // allocatedAs reports whether tx allocated blocks start..start+count-1 of
@@ -354,6 +366,7 @@ func (n *Namenode) setBlocks(tx *Txn, who *auth.Identity, q *wire.Request) (*wir
 	if q.Flags&wire.FlagSize != 0 {
 		a.Size = q.Size
 	}
+	n.trimReservations(tx, q.Ino, a.Size)
 	a.Seq++
 	a.Mtime = time.Now().UnixNano()
 	a.Ctime = a.Mtime

@@ -19,6 +19,7 @@ type dnode struct {
 	conn     *conn
 	revoked  []uint64 // transaction tags to send with the next heartbeat answer
 	scrub    scrubReport
+	space    nodeSpace
 }
 
 func (d *dnode) nodeInfo() wire.NodeInfo {
@@ -28,6 +29,14 @@ func (d *dnode) nodeInfo() wire.NodeInfo {
 	ni.Blocks = d.Blocks
 	ni.Used = d.used.nused
 	ni.Alive = d.alive
+	// In bytes, for every datanode (space.go); blocksize from the
+	// volume's registration. A sparse volume's Blocks and Used, which
+	// clients show multiplied by the blocksize, are whole blocks of its
+	// bytes rather than its slots.
+	if bs := uint64(d.info.Blocksize); d.sparse() && bs > 0 {
+		ni.Capacity, ni.UsedBytes = d.capacityBytes(bs), min(d.usedBytes(bs), d.capacityBytes(bs))
+		ni.Blocks, ni.Used = ni.Capacity/bs, min(ni.Capacity/bs, (ni.UsedBytes+bs-1)/bs)
+	}
 	ni.Enabled = d.Enabled
 	return ni
 }
@@ -148,6 +157,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 // its registration. Called with n.mu held.
 func (n *Namenode) admit(dn *dnode, c *conn, ni *wire.NodeInfo, ns string) wire.NodeInfo {
 	dn.info = *ni
+	dn.readmitted()
 	dn.lastSeen = time.Now()
 	select {
 	case <-c.done:

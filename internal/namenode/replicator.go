@@ -438,7 +438,8 @@ func (n *Namenode) classifyExtent(s *repScan, ino uint64, in *inode, x wire.Exte
 		}
 	}
 	slices.SortStableFunc(goods, func(a, b wire.Run) int {
-		return cmp.Compare(n.nodes.get(b.Node).used.free(), n.nodes.get(a.Node).used.free())
+		bs := uint64(n.cfg.Blocksize) // room: free slots, or free bytes on a sparse volume (space.go)
+		return cmp.Compare(n.nodes.get(b.Node).room(bs), n.nodes.get(a.Node).room(bs))
 	})
 	keepSet := map[wire.Run]bool{}
 	for _, r := range goods[:want] {

@@ -47,8 +47,9 @@ func (n *Namenode) Status() Status {
 	st.LeaseWaits = n.leases.putOff
 	st.Health = n.blockHealth()
 	for dn := range n.nodes.all() {
-		st.Datanodes = append(st.Datanodes, DatanodeStatus{ID: dn.ID, Identity: dn.Identity, Addr: dn.info.Addr, Blocks: dn.Blocks,
-			Used: dn.used.nused, Alive: dn.alive, Enabled: dn.Enabled, LastSeen: dn.lastSeen})
+		ni := dn.nodeInfo() // a sparse volume's capacity and use in whole blocks (space.go)
+		st.Datanodes = append(st.Datanodes, DatanodeStatus{ID: dn.ID, Identity: dn.Identity, Addr: dn.info.Addr, Blocks: ni.Blocks,
+			Used: ni.Used, Alive: dn.alive, Enabled: dn.Enabled, LastSeen: dn.lastSeen})
 	}
 	n.mu.Unlock()
 	sort.Slice(st.Datanodes, func(i, j int) bool { return st.Datanodes[i].ID < st.Datanodes[j].ID })

@@ -33,7 +33,7 @@ type Txn struct {
 	allocated  map[uint32][]run // blocks allocated by this transaction
 	extended   []run            // committed blocks this transaction may extend in place (count 1)
 	user       string           // who began it ("" at security level none)
-	allocCount uint64           // blocks (replicas counted) allocated, charged to user
+	allocCount uint64           // bytes (replicas counted) allocated, charged to user
 	freed      []run            // blocks dropped from block lists
 }
 
@@ -99,11 +99,12 @@ func (n *Namenode) releaseLocks(tx *Txn) {
 // Called with n.mu held; the committer calls it with commit=true after the
 // changes are applied.
 func (n *Namenode) endTxn(tx *Txn, committed bool) {
+	n.settleTxn(tx, committed)
 	if !committed {
 		for node, runs := range tx.allocated {
 			if dn := n.nodes.get(node); dn != nil {
 				for _, r := range runs {
-					dn.used.clear(r.start, r.count)
+					dn.freeSlots(r.start, r.count)
 				}
 			}
 		}
@@ -163,7 +164,7 @@ func (n *Namenode) releaseFrees() {
 	oldest := n.txns.oldestStart(n.epoch + 1)
 	for _, r := range n.frees.due(oldest, n.durableSeq) {
 		if dn := n.nodes.get(r.node); dn != nil {
-			dn.used.clear(r.start, r.count)
+			dn.freeSlots(r.start, r.count)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // Lock discipline: no mutex of its own; guarded by Namenode.mu.
 type txnTable struct {
 	m         map[txnKey]*Txn
-	userAlloc map[string]uint64 // blocks (replicas counted) per user
+	userAlloc map[string]uint64 // bytes (replicas counted) per user
 }
 
 func newTxnTable() *txnTable {
@@ -55,13 +55,13 @@ func (t *txnTable) end(tx *Txn) {
 	tx.key.conn.ntxns--
 }
 
-// charge counts n more allocated blocks against tx and its user.
+// charge counts n more allocated bytes against tx and its user.
 func (t *txnTable) charge(tx *Txn, n uint64) {
 	tx.allocCount += n
 	t.userAlloc[tx.user] += n
 }
 
-// held is the number of blocks user holds in uncommitted transactions.
+// held is the bytes user holds in uncommitted transactions.
 func (t *txnTable) held(user string) uint64 { return t.userAlloc[user] }
 
 // all yields the open transactions, in no order; ending one meanwhile is

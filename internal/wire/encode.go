@@ -278,15 +278,23 @@ func encNode(e *Enc, n *NodeInfo) {
 	if n.Namespace != "" {
 		flags |= nodeNamespace
 	}
+	if n.Capacity != 0 || n.UsedBytes != 0 {
+		flags |= nodeBytes
+	}
 	e.U8(flags)
 	if n.Namespace != "" {
 		e.Str(n.Namespace)
+	}
+	if flags&nodeBytes != 0 {
+		e.Uv(n.Capacity)
+		e.Uv(n.UsedBytes)
 	}
 }
 
 const (
 	nodeEnabled   = 1 << iota // NodeInfo.Enabled
 	nodeNamespace             // NodeInfo.Namespace follows
+	nodeBytes                 // NodeInfo.Capacity and UsedBytes follow
 )
 
 func decNode(d *Dec) *NodeInfo {
@@ -302,12 +310,16 @@ func decNode(d *Dec) *NodeInfo {
 	n.Used = d.Uv()
 	n.Alive = d.Bool()
 	flags := d.U8()
-	if flags&^(nodeEnabled|nodeNamespace) != 0 {
+	if flags&^(nodeEnabled|nodeNamespace|nodeBytes) != 0 {
 		d.fail("node flags")
 	}
 	n.Enabled = flags&nodeEnabled != 0
 	if flags&nodeNamespace != 0 {
 		n.Namespace = d.Str(MaxName)
+	}
+	if flags&nodeBytes != 0 {
+		n.Capacity = d.Uv()
+		n.UsedBytes = d.Uv()
 	}
 	return n
 }

@@ -38,6 +38,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(AppendRequest(nil, &Request{Op: OpCreate, Txn: 1, Path: "/a", Mode: 0644, Extents: []Extent{{Index: 1, Count: 2, Replicas: []Run{{1, 2}}, CRC: []uint32{1, 2}}}}))
 	f.Add(AppendRequest(nil, &Request{Op: OpRegister, Node: &NodeInfo{ID: 1, Identity: "x"}}))
 	f.Add(AppendRequest(nil, &Request{Op: OpRegister, Node: &NodeInfo{ID: 1, Identity: "x", Enabled: true, Namespace: "ns"}}))
+	f.Add(AppendRequest(nil, &Request{Op: OpHeartbeat, Node: &NodeInfo{ID: 1, Identity: "x", Capacity: 1 << 30, UsedBytes: 4096}, Index: 5}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeRequest(b)
 		if err != nil {

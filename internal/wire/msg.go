@@ -186,6 +186,11 @@ type NodeInfo struct {
 	// recorded when it first joined ("" for a volume that never joined);
 	// in the answer, the namenode's, for the volume to record.
 	Namespace string
+	// Capacity and UsedBytes: a sparse volume's bytes, in registrations
+	// and heartbeats (0 and 0 for a volume of fixed slots, whose Blocks
+	// are its space); in the namenode's lists, every datanode's, in bytes.
+	Capacity  uint64
+	UsedBytes uint64
 }
 
 // Request is one namenode call. Unused fields stay zero and cost one bit.

@@ -40,3 +40,19 @@ func TestNodeInfoNamespace(t *testing.T) {
 		t.Fatalf("a node without namespace encodes differently than before:\n%x\n%x", got, e.B)
 	}
 }
+
+// TestNodeInfoBytes: a sparse volume's capacity and bytes used travel
+// with a node, with or without a namespace; a node without them encodes as
+// before (TestNodeInfoNamespace).
+func TestNodeInfoBytes(t *testing.T) {
+	for _, n := range []NodeInfo{
+		{ID: 3, Identity: "x", Blocks: 1 << 21, Enabled: true, Capacity: 8 << 30, UsedBytes: 12345 << 12},
+		{ID: 3, Identity: "x", Blocks: 9, Namespace: "ns", Capacity: 1 << 20},
+		{ID: 3, Identity: "x", Blocks: 9, UsedBytes: 4096},
+	} {
+		q, err := DecodeRequest(AppendRequest(nil, &Request{Op: OpHeartbeat, Node: &n, Index: 77}))
+		if err != nil || !reflect.DeepEqual(*q.Node, n) || q.Index != 77 {
+			t.Fatalf("round trip of %+v: %+v, %v", n, q.Node, err)
+		}
+	}
+}
