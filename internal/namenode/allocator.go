@@ -327,6 +327,7 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 	for _, r := range runs {
 		r.gen = gen
 		tx.allocated[r.node] = append(tx.allocated[r.node], r)
+		n.noteDataNode(tx, r.node)
 	}
 	for i := range xs {
 		xs[i].Gen = gen
