@@ -39,6 +39,7 @@ var benchmarks = [][2]string{
 	{"fdtree", "a deep directory tree created and removed (seed 004)"},
 	{"append", "small appends each followed by fsync, through a mount (-target), beside a local directory (-ref)"},
 	{"mount-seq", "a large file written and read through the FUSE mount beside put and get"},
+	{"smallfiles", "small files created, written and committed async with the datanodes' syncs deferred to the namenode (DeferDataSync) beside the same without"},
 	{"untar", "tar x and rm -rf of a source tree (-src) in a directory (-target, e.g. of a mount), beside -ref and -loopback"},
 	{"security", "what each security level costs: stat round trips and block reads beside a plain cluster"},
 	{"kv", "Plasma KV point lookups and inserts beside bbolt, and bulk load beside put"},
@@ -168,6 +169,8 @@ type clusterFlags struct {
 	dirs       *int
 	files      *int
 	src        *string
+	fileSize   *int
+	fileRep    *int
 	record     *int
 	prefill    int64
 	plasmaPath *string
@@ -197,6 +200,8 @@ func defineClusterFlags(f *cli.Flags) *clusterFlags {
 	o.levels = f.Int("levels", 3, "fdtree: tree depth")
 	o.dirs = f.Int("dirs", 4, "fdtree: subdirectories per directory")
 	o.files = f.Int("files", 10, "fdtree: files per directory")
+	o.fileSize = f.Int("file-size", 2048, "smallfiles: bytes per file")
+	o.fileRep = f.Int("rep", 2, "smallfiles: replication of the files")
 	o.src = f.String("src", "", "untar: the tree to extract (default: Go's $GOROOT/src/cmd)")
 	o.record = f.Int("record", 64, "append: bytes per append")
 	f.Size(&o.prefill, "prefill", "append: bytes written (and fsynced) to the file before the timed appends")
@@ -311,6 +316,13 @@ var clusterBenchmarks = map[string]func(ctx context.Context, o *clusterFlags) (*
 		return runBeside(*o.target, o.refs, *o.loopback, func(target string) (*bench.Report, error) {
 			return bench.Append(bench.AppendOptions{Dir: target, N: *o.n, Record: *o.record, Prefill: o.prefill})
 		})
+	},
+	"smallfiles": func(ctx context.Context, o *clusterFlags) (*bench.Report, error) {
+		cl, err := intList(*o.clients)
+		if err != nil {
+			return nil, err
+		}
+		return bench.SmallFiles(ctx, o.cfg, bench.SmallFilesOptions{N: *o.n, Clients: cl, Size: *o.fileSize, Rep: *o.fileRep, Dir: "/plasma-bench-smallfiles"})
 	},
 	"untar": func(ctx context.Context, o *clusterFlags) (*bench.Report, error) {
 		if *o.target == "native" {
