@@ -12,12 +12,14 @@ package namenode
 // of its log does, rather than make durable a commit whose data may not
 // be.
 //
-// Which datanodes: those the transaction got blocks on (allocation,
-// extension in place), known here without the client's word. A restart
-// of a datanode loses what it had not synced (after a power cut), so each
-// is recorded with its registration (its connection) when the
-// transaction first got blocks there: the commit is refused if it
-// changed by the commit, and the sync fails if it changed by the sync
+// Which datanodes: those holding replicas the transaction wrote (blocks
+// it allocated or extended in place) that its block lists reference,
+// known here without the client's word. A restart of a datanode loses
+// what it had not synced (after a power cut), so each is recorded with
+// its registration (its connection) when the transaction first got
+// blocks there: if that changed by the commit, the commit drops those
+// replicas (refused if a block keeps none), as a client drops the
+// replicas its sync failed on; if it changed by the sync, the sync fails
 // (checked after the datanode's answer: a restarted datanode answers a
 // sync only once registered, DataSync).
 //
@@ -29,7 +31,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -55,16 +56,55 @@ func (n *Namenode) noteDataNode(tx *Txn, node uint32) {
 	tx.dataNodes[node] = c
 }
 
-// unsyncedDataNodes returns the datanodes holding tx's unsynced data,
-// or an error if one of them registered anew since tx wrote there (its
-// writes may be lost). Called with n.mu held.
+// unsyncedDataNodes returns the datanodes holding replicas tx wrote that
+// its block lists reference, with their registrations when tx got blocks
+// there. The replicas on a datanode that registered anew since (a restart
+// loses what it had not synced) or is gone are dropped from tx first, as
+// a client drops those its sync failed on (an error if a block keeps no
+// replica). Called with n.mu held.
 func (n *Namenode) unsyncedDataNodes(tx *Txn) (map[uint32]*conn, error) {
-	for id, c := range tx.dataNodes {
-		if dn := n.nodes.get(id); c == nil || dn == nil || !dn.alive || dn.conn != c {
-			return nil, fmt.Errorf("datanode %d restarted or lost its namenode connection while transaction %d wrote to it unsynced: its writes may be lost; nothing was committed, write again", id, tx.key.id)
+	out := map[uint32]*conn{}
+	var lost []string
+	for id := range tx.writtenNodes() {
+		c, dn := tx.dataNodes[id], n.nodes.get(id)
+		if dn == nil {
+			return nil, fmt.Errorf("datanode %d, written to by transaction %d, is no longer known: nothing was committed", id, tx.key.id)
+		}
+		if c == nil || !dn.alive || dn.conn != c {
+			lost = append(lost, dn.Identity)
+			continue
+		}
+		out[id] = c
+	}
+	if len(lost) > 0 {
+		if err := n.dropReplicas(tx, lost); err != nil {
+			return nil, fmt.Errorf("datanodes %v restarted or lost their namenode connection while transaction %d wrote to them unsynced (their writes may be lost): %w; nothing was committed", lost, tx.key.id, err)
+		}
+		n.log.Warn("replicas written unsynced dropped from an async commit: their datanodes restarted or lost the namenode since", "nodes", lost)
+	}
+	return out, nil
+}
+
+// writtenNodes returns the datanodes holding a replica tx wrote (a block
+// it allocated or extended in place) that its block lists reference.
+func (tx *Txn) writtenNodes() map[uint32]bool {
+	need := map[uint32]bool{}
+	for _, xs := range tx.blocks {
+		for _, x := range xs {
+			for _, r := range x.Replicas {
+				if need[r.Node] {
+					continue
+				}
+				for k := uint64(0); k < uint64(x.Count); k++ {
+					if tx.replaces(r.Node, r.Start+k, 1) {
+						need[r.Node] = true
+						break
+					}
+				}
+			}
 		}
 	}
-	return maps.Clone(tx.dataNodes), nil
+	return need
 }
 
 // unsyncedData reports whether a batch holds a commit with unsynced data.
