@@ -7,10 +7,11 @@ package namenode
 // the commit is, at the log fsync that makes it durable (a durable
 // commit, a Sync, the namenode's window). Before that fsync, the syncer
 // has every datanode holding such data fdatasync its volume, in parallel,
-// once per datanode per log fsync (nnStore.sync); a datanode that cannot
-// be made to fails the sync, which stops the namenode as any failed sync
-// of its log does, rather than make durable a commit whose data may not
-// be.
+// once per datanode per log fsync (nnStore.sync; a new connection each
+// time); a datanode that cannot be made to fails the sync, which stops
+// the namenode as any failed sync of its log does, rather than fsync the
+// log over data it could not make durable (what holds then: docs/
+// design.md, "Deferred data syncs").
 //
 // Which datanodes: those holding replicas the transaction wrote (blocks
 // it allocated or extended in place) that its block lists reference,
