@@ -19,6 +19,12 @@ type Config struct {
 	Group     string   // file group for new files (default: User)
 	// NoShortCircuit makes the client read local blocks over TCP too.
 	NoShortCircuit bool
+	// DeferDataSync: an asynchronous commit (CommitAsync, the mount's
+	// closes) does not wait for the datanodes to sync its data; the
+	// namenode has them sync before the commit becomes durable (at a
+	// durable commit, Sync or its window). Off by default; also set by
+	// $PLASMAFS_DEFER_DATA_SYNC=1.
+	DeferDataSync bool
 	// Security and DataSecurity are the levels ("none", "auth",
 	// "integrity", "privacy") of namenode and datanode connections; empty
 	// means the cluster defaults "privacy" and "auth". A server's level is
@@ -68,6 +74,9 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		}
 		if v := os.Getenv("PLASMAFS_CREDENTIAL"); v != "" {
 			cfg.CredentialFile = v
+		}
+		if os.Getenv("PLASMAFS_DEFER_DATA_SYNC") == "1" {
+			cfg.DeferDataSync = true
 		}
 	}()
 	if len(namenodes) > 0 {

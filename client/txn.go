@@ -315,7 +315,13 @@ func (tx *Txn) Commit(ctx context.Context) error {
 			attach = append(attach, q)
 		}
 	}
-	failed := tx.c.data.syncAll(ctx, tx.nodes)
+	// Deferred: the namenode has the datanodes sync before the commit
+	// becomes durable (internal/namenode/datasync.go).
+	deferSync := tx.async && tx.c.cfg.DeferDataSync && len(tx.nodes) > 0
+	var failed map[string]error
+	if !deferSync {
+		failed = tx.c.data.syncAll(ctx, tx.nodes)
+	}
 	if len(failed) > 0 && len(attach) > 0 {
 		// Replicas are dropped from attached blocks: attach them all first.
 		for _, q := range attach {
@@ -356,6 +362,12 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		if tx.async {
 			last.Flags |= wire.FlagAsync
 		}
+	}
+	if deferSync {
+		if last == nil {
+			last = &wire.Request{Op: wire.OpCommit}
+		}
+		last.Flags |= wire.FlagUnsyncedData
 	}
 	if !tx.used && last == nil {
 		tx.ended = true

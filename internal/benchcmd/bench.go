@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -38,6 +40,8 @@ var benchmarks = [][2]string{
 	{"fdtree", "a deep directory tree created and removed (seed 004)"},
 	{"append", "small appends each followed by fsync, through a mount (-target), beside a local directory (-ref)"},
 	{"mount-seq", "a large file written and read through the FUSE mount beside put and get"},
+	{"deferred-sync", "small files created, written and committed async with the datanodes' syncs deferred to the namenode (DeferDataSync) beside the same without"},
+	{"untar", "tar x and rm -rf of a source tree (-src) in a directory (-target, e.g. of a mount), beside -ref and -loopback"},
 	{"security", "what each security level costs: stat round trips and block reads beside a plain cluster"},
 	{"kv", "Plasma KV point lookups and inserts beside bbolt, and bulk load beside put"},
 	{"mr", "MapReduce word count beside sort|uniq, mawk and PySpark; -sort for the TeraSort-style sort"},
@@ -168,6 +172,9 @@ type clusterFlags struct {
 	levels     *int
 	dirs       *int
 	files      *int
+	src        *string
+	fileSize   *int
+	fileRep    *int
 	record     *int
 	prefill    int64
 	plasmaPath *string
@@ -198,6 +205,9 @@ func defineClusterFlags(f *cli.Flags) *clusterFlags {
 	o.levels = f.Int("levels", 3, "fdtree: tree depth")
 	o.dirs = f.Int("dirs", 4, "fdtree: subdirectories per directory")
 	o.files = f.Int("files", 10, "fdtree: files per directory")
+	o.fileSize = f.Int("file-size", 2048, "deferred-sync: bytes per file")
+	o.fileRep = f.Int("rep", 2, "deferred-sync: replication of the files")
+	o.src = f.String("src", "", "untar: the tree to extract (default: Go's $GOROOT/src/cmd)")
 	o.record = f.Int("record", 64, "append: bytes per append")
 	f.Size(&o.prefill, "prefill", "append: bytes written (and fsynced) to the file before the timed appends")
 	o.plasmaPath = f.String("path", "/", "mount-seq: the PlasmaFS path of -target's directory (for the put/get reference)")
@@ -311,6 +321,34 @@ var clusterBenchmarks = map[string]func(ctx context.Context, o *clusterFlags) (*
 		}
 		return runBeside(*o.target, o.refs, *o.loopback, func(target string) (*bench.Report, error) {
 			return bench.Append(bench.AppendOptions{Dir: target, N: *o.n, Record: *o.record, Prefill: o.prefill})
+		})
+	},
+	"deferred-sync": func(ctx context.Context, o *clusterFlags) (*bench.Report, error) {
+		cl, err := intList(*o.clients)
+		if err != nil {
+			return nil, err
+		}
+		return bench.DeferredSync(ctx, o.cfg, bench.DeferredSyncOptions{N: *o.n, Clients: cl, Size: *o.fileSize, Rep: *o.fileRep, Dir: "/plasma-bench-deferred-sync"})
+	},
+	"untar": func(ctx context.Context, o *clusterFlags) (*bench.Report, error) {
+		if *o.target == "native" {
+			return nil, cli.Usagef("untar needs -target DIR (a directory, e.g. of a mount)")
+		}
+		src := *o.src
+		if src == "" {
+			out, err := exec.Command("go", "env", "GOROOT").Output()
+			if err != nil {
+				return nil, fmt.Errorf("untar: no -src given and 'go env GOROOT' failed (%v): name a tree with -src", err)
+			}
+			src = filepath.Join(strings.TrimSpace(string(out)), "src", "cmd")
+		}
+		tarball, n, done, err := bench.MakeTarball(src)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		return runBeside(*o.target, o.refs, *o.loopback, func(target string) (*bench.Report, error) {
+			return bench.Untar(bench.UntarOptions{Dir: target, Tarball: tarball, Files: n, Runs: *o.runs})
 		})
 	},
 	"mount-seq": func(ctx context.Context, o *clusterFlags) (*bench.Report, error) {

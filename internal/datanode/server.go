@@ -712,7 +712,12 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 				resp = errResp(err)
 			}
 		case wire.DataSync:
-			if err := s.store.Sync(); err != nil {
+			if s.nodeID.Load() == 0 {
+				// A datanode that has not registered yet may have restarted
+				// since writes someone now wants synced: the namenode, which
+				// syncs deferred writes, must see the new registration first.
+				resp = wire.DataResp{Status: wire.ErrCodeUnavailable, Msg: fmt.Sprintf("datanode %s is not registered with the namenode yet: try again", s.store.Config.Identity)}
+			} else if err := s.store.Sync(); err != nil {
 				resp = errResp(err)
 			}
 		case wire.DataVerify:

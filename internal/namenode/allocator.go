@@ -358,6 +358,7 @@ func (n *Namenode) allocate(tx *Txn, ino uint64, index, count uint64, rep int, p
 		} else {
 			held += r.count * a.bs
 		}
+		n.noteDataNode(tx, r.node)
 	}
 	for i := range xs {
 		xs[i].Gen = gen

@@ -21,6 +21,9 @@ type commitReq struct {
 	reply  func(error)
 	owner  *conn
 	direct func()
+	// dataNodes: the datanodes holding its data unsynced, as registered
+	// when it got blocks there (FlagUnsyncedData; datasync.go).
+	dataNodes map[uint32]*conn
 }
 
 // prepareCommit turns tx's private state into a store change, in the
@@ -207,6 +210,7 @@ func (s nnStore) applied(batch []*commitReq) {
 		}
 		n.applyCommit(r.tx, r.change)
 		n.commits.Add(1)
+		n.pendDataSync(r.dataNodes)
 	}
 }
 
@@ -216,9 +220,15 @@ func (s nnStore) sync() error {
 	n := s.n
 	n.mu.Lock()
 	seq, done := n.appliedSeq, n.durableSeq
+	data := n.takeDataSync()
 	n.mu.Unlock()
 	if seq == done {
 		return nil // nothing applied since the last sync
+	}
+	// The datanodes first: the log fsync makes commits durable whose
+	// data only these syncs make durable (datasync.go).
+	if err := n.syncDataNodes(data); err != nil {
+		return err
 	}
 	var err error
 	start := time.Now()

@@ -192,6 +192,15 @@ func (c *committer) writeBatch(batch []*commitReq, self *conn) {
 			durable = append(durable, r)
 		}
 	}
+	if unsyncedData(batch) {
+		// Written only while no sync runs, which would make it durable
+		// without having its datanodes sync first (datasync.go).
+		c.smu.Lock()
+		defer func() {
+			c.smu.Unlock()
+			c.poke() // a syncer that found smu taken left its work to run
+		}()
+	}
 	if len(changes) > 0 {
 		if err := c.store.write(changes); err != nil {
 			// The store's state is unknown now: acknowledge nothing, stop.

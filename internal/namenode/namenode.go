@@ -180,6 +180,10 @@ type Namenode struct {
 	// only by the committer).
 	appliedSeq, durableSeq uint64
 
+	// dataSync: datanodes holding data of async commits applied since the
+	// last sync, which the next sync has sync first (mu; datasync.go).
+	dataSync map[uint32]*conn
+
 	// The commit log and its checkpointer (nil without a log).
 	ckpt *checkpointer
 

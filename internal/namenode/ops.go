@@ -94,7 +94,7 @@ func init() {
 			return nil, n.dropReplicas(tx, q.Pref)
 		}},
 		wire.OpCommit: {opOutsideTxn, func(n *Namenode, c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
-			return nil, &answersLater{func(id uint64) { n.commit(c, id, q.Txn, q.ReqID, q.Flags&wire.FlagAsync != 0, nil) }}
+			return nil, &answersLater{func(id uint64) { n.commit(c, id, q.Txn, q.ReqID, q.Flags, nil) }}
 		}},
 		wire.OpSync: {opOutsideTxn, func(n *Namenode, c *conn, _ *Txn, _ *auth.Identity, _ *wire.Request) (*wire.Response, error) {
 			return nil, &answersLater{func(id uint64) { n.syncBarrier(c, id) }}

@@ -190,6 +190,7 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 	from := uint64(size - int64(q.Index)*bs)
 	for _, r := range x.Replicas {
 		tx.extended = append(tx.extended, run{node: r.Node, start: r.Start, count: 1, ino: q.Ino, index: q.Index, gen: x.Gen})
+		n.noteDataNode(tx, r.Node)
 	}
 	if n.cfg.TicketKey != nil {
 		exp := time.Now().Add(n.cfg.TicketLifetime).Unix()

@@ -54,7 +54,7 @@ type requestHandler interface {
 	handleSafely(c *conn, q *wire.Request) (*wire.Response, error)
 	// commit commits c's transaction txID and answers resp (empty when
 	// nil) once durable, or applied if async.
-	commit(c *conn, id, txID, reqID uint64, async bool, resp *wire.Response)
+	commit(c *conn, id, txID, reqID uint64, flags uint32, resp *wire.Response)
 	// abortTxn ends c's transaction txID, if open and not committing
 	// (a compound request's change failed).
 	abortTxn(c *conn, txID uint64)
@@ -341,7 +341,7 @@ func (srv *rpcServer) finish(c *conn, id uint64, q *wire.Request, resp *wire.Res
 			if resp == nil {
 				resp = &wire.Response{}
 			}
-			srv.h.commit(c, id, q.Txn, q.ReqID, q.Flags&wire.FlagAsync != 0, resp)
+			srv.h.commit(c, id, q.Txn, q.ReqID, q.Flags, resp)
 			return nil
 		}
 		srv.h.abortTxn(c, q.Txn)

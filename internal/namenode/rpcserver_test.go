@@ -30,7 +30,7 @@ func (h *fakeHandler) log(s string) {
 func (h *fakeHandler) handleSafely(c *conn, q *wire.Request) (*wire.Response, error) {
 	switch q.Op {
 	case wire.OpCommit:
-		return nil, &answersLater{func(id uint64) { h.commit(c, id, q.Txn, q.ReqID, false, nil) }}
+		return nil, &answersLater{func(id uint64) { h.commit(c, id, q.Txn, q.ReqID, 0, nil) }}
 	case wire.OpSync:
 		return nil, &answersLater{func(id uint64) { h.syncBarrier(c, id) }}
 	case wire.OpBackup:
@@ -43,7 +43,7 @@ func (h *fakeHandler) handleSafely(c *conn, q *wire.Request) (*wire.Response, er
 	return &wire.Response{Counters: []uint64{q.Ino}}, nil
 }
 
-func (h *fakeHandler) commit(c *conn, id, txID, _ uint64, async bool, resp *wire.Response) {
+func (h *fakeHandler) commit(c *conn, id, txID, _ uint64, _ uint32, resp *wire.Response) {
 	h.log("commit")
 	if resp == nil {
 		resp = &wire.Response{}

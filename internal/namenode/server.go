@@ -30,7 +30,8 @@ func (n *Namenode) handleSafely(c *conn, q *wire.Request) (resp *wire.Response, 
 
 // commit queues tx for the committer and answers resp (an empty answer
 // when nil) once the commit is durable, or with async once it is applied.
-func (n *Namenode) commit(c *conn, id, txID, reqID uint64, async bool, resp *wire.Response) {
+func (n *Namenode) commit(c *conn, id, txID, reqID uint64, flags uint32, resp *wire.Response) {
+	async, unsyncedFlag := flags&wire.FlagAsync != 0, flags&wire.FlagUnsyncedData != 0
 	if resp == nil {
 		resp = &wire.Response{}
 	}
@@ -59,6 +60,17 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, async bool, resp *wir
 		c.send(id, resp)
 		return
 	}
+	var dataNodes map[uint32]*conn
+	if unsyncedFlag && async {
+		var err error
+		if dataNodes, err = n.unsyncedDataNodes(tx); err != nil {
+			n.endTxn(tx, false)
+			n.mu.Unlock()
+			n.log.Warn("request refused", "op", wire.OpCommit.String(), "code", codeName(wire.ErrCodeUnavailable), "user", c.user(), "req", wire.FormatReqID(reqID), "err", err)
+			c.send(id, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: err.Error()})
+			return
+		}
+	}
 	tx.committing = true
 	start := time.Now()
 	acked := func() {
@@ -68,7 +80,7 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, async bool, resp *wir
 			n.log.Warn("slow commit", "mode", mode(async), "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(reqID))
 		}
 	}
-	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c,
+	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c, dataNodes: dataNodes,
 		reply:  func(error) { acked(); c.sendAsync(id, resp) },
 		direct: func() { acked(); c.send(id, resp) }}
 	n.mu.Unlock()

@@ -67,7 +67,7 @@ func (s *Standby) handleSafely(_ *conn, q *wire.Request) (*wire.Response, error)
 
 func (s *Standby) notLeader() *wire.Response { return wire.NotLeader(s.g.LeaderAddr(), s.g.Members()) }
 
-func (s *Standby) commit(c *conn, id, _, _ uint64, _ bool, _ *wire.Response) {
+func (s *Standby) commit(c *conn, id, _, _ uint64, _ uint32, _ *wire.Response) {
 	c.send(id, s.notLeader())
 }
 

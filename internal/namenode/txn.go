@@ -32,6 +32,7 @@ type Txn struct {
 	locks      []lockKey
 	allocated  map[uint32][]run // blocks allocated by this transaction
 	extended   []run            // committed blocks this transaction may extend in place (count 1)
+	dataNodes  map[uint32]*conn // datanodes it got blocks on, as registered then (datasync.go)
 	user       string           // who began it ("" at security level none)
 	allocCount uint64           // bytes (replicas counted) allocated, charged to user
 	freed      []run            // blocks dropped from block lists

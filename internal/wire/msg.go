@@ -76,6 +76,10 @@ const (
 	FlagAt                   // Path (Path2) is one name in directory Ino (Ino2), not a path: lookup, create, unlink, rename, link
 	FlagCommit               // commit the transaction after this request succeeds, in the same round trip
 	FlagAsync                // Commit, FlagCommit: acknowledge once applied, durable within the namenode's window
+	// FlagUnsyncedData (Commit, FlagCommit, with FlagAsync): the datanodes
+	// have not synced the transaction's data; the namenode has them sync
+	// before the log fsync that makes the commit durable.
+	FlagUnsyncedData
 )
 
 // BlocksIncluded in Counters[0] of the answer to a Lookup or Stat with

@@ -1,0 +1,79 @@
+package powercut
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/clustertest"
+	"github.com/plasmafs/plasma/tests/testkit"
+)
+
+// TestDeferredDataSyncRestartedDatanodeDroppedAtCommit: a transaction
+// writes a file to both datanodes without their sync; one datanode
+// restarts (its unsynced writes would be lost to a power cut) before the
+// async commit, which commits the file without that replica, as a
+// client's failed sync would; the Sync after it succeeds and the file
+// reads back. Fails if the namenode does not compare the datanode's
+// registration with the one that took the writes.
+func TestDeferredDataSyncRestartedDatanodeDroppedAtCommit(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
+	ctx := context.Background()
+	cl := c.Client(client.Config{DeferDataSync: true})
+	defer cl.Close()
+	data := testkit.RandomBytes(t, 5000)
+	tx := cl.Begin()
+	f, err := tx.CreateFile(ctx, "/a", client.CreateOptions{Rep: 2})
+	testkit.MustOK(t, "create", err)
+	_, err = f.Write(data)
+	testkit.MustOK(t, "write", err)
+	testkit.MustOK(t, "flush", f.Flush(ctx))
+	c.Kill(c.DNs[0])
+	c.WaitLive(1)
+	c.StartDatanode(c.DNs[0])
+	c.WaitLive(2)
+	testkit.MustOK(t, "async commit after a datanode restart", tx.CommitAsync(ctx))
+	testkit.MustOK(t, "sync", cl.Sync(ctx))
+	check := cl.Begin()
+	defer check.Abort(ctx)
+	fi, err := check.Lookup(ctx, "/a")
+	testkit.MustOK(t, "stat", err)
+	xs, err := check.Blocks(ctx, fi.Ino)
+	testkit.MustOK(t, "blocks", err)
+	for _, x := range xs {
+		for _, r := range x.Replicas {
+			if r.Addr == c.DNs[0].Addr {
+				t.Fatalf("/a keeps its replica on the datanode that restarted after the unsynced write: %+v", xs)
+			}
+		}
+	}
+	if got := testkit.ReadFile(t, cl, "/a"); !bytes.Equal(got, data) {
+		t.Fatal("/a reads back wrong")
+	}
+}
+
+// TestDeferredDataSyncLostDatanodeFailsSync: an async commit leaves its
+// data unsynced on both datanodes; one is killed; the Sync that would make
+// the commit durable fails (the namenode stops rather than fsync its log
+// over data it could not make durable). Fails if the namenode does not
+// sync the datanodes before its log.
+func TestDeferredDataSyncLostDatanodeFailsSync(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
+	ctx := context.Background()
+	cl := c.Client(client.Config{DeferDataSync: true})
+	defer cl.Close()
+	writeDeferred(t, cl, "/a", testkit.RandomBytes(t, 5000))
+	c.Kill(c.DNs[0])
+	c.WaitLive(1)
+	if err := cl.Sync(ctx); err == nil {
+		t.Fatal("Sync succeeded though a datanode holding the commit's unsynced data was gone")
+	}
+	if code := c.Wait(c.NN); code == 0 {
+		t.Fatal("the namenode exited with status 0 after failing to sync a datanode")
+	}
+	if log := c.ReadLog(c.NN); !strings.Contains(log, "unsynced data of async commits") {
+		t.Fatalf("the namenode's log does not name the datanode it could not sync:\n%s", log)
+	}
+}
