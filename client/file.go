@@ -157,7 +157,19 @@ func (f *File) Seek(offset int64, whence int) (int64, error) {
 func (f *File) WriteTo(w io.Writer) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.r.writeTo(w, &f.pos)
+	return f.r.writeTo(w, &f.pos, -1)
+}
+
+// WriteToN is WriteTo for at most n bytes from the current position: it
+// fetches nothing past them, which matters for a range of a large file
+// (WriteTo reads ahead up to eight blocks).
+func (f *File) WriteToN(w io.Writer, n int64) (int64, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%s: negative length %d", f.path, n)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.r.writeTo(w, &f.pos, n)
 }
 
 // WriteAt implements io.WriterAt.

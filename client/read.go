@@ -254,7 +254,7 @@ const writeToAhead = 8
 // writeTo streams the file from *pos to w, fetching writeToAhead blocks in
 // parallel, and advances *pos. Called with the lock held (it is released
 // while blocks are fetched and while w writes).
-func (r *blockReader) writeTo(w io.Writer, pos *int64) (int64, error) {
+func (r *blockReader) writeTo(w io.Writer, pos *int64, limit int64) (int64, error) {
 	if r.closed {
 		return 0, errEnded
 	}
@@ -268,6 +268,13 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64) (int64, error) {
 		return 0, nil
 	}
 	size := r.size
+	if limit >= 0 && *pos+limit < size {
+		// Nothing past the range is fetched: neither read ahead nor sent.
+		size = *pos + limit
+	}
+	if size <= *pos {
+		return 0, nil
+	}
 	first := uint64(*pos / int64(r.bs))
 	last := uint64((size - 1) / int64(r.bs))
 	type slot struct {

@@ -63,8 +63,7 @@ func (g *Gateway) open(rq *request) error {
 	if n == 0 {
 		return nil
 	}
-	lw := &limitedWriter{w: g.stallGuard(rq.w), n: n}
-	if _, err := f.WriteTo(lw); err != nil && !errors.Is(err, errLimitReached) {
+	if _, err := f.WriteToN(g.stallGuard(rq.w), n); err != nil {
 		// The status is sent: all the client can learn is a short body.
 		g.opt.Log.Warn("webhdfs: read failed mid-stream", "path", rq.path, "offset", off, "error", err.Error())
 		panic(http.ErrAbortHandler)
@@ -81,28 +80,6 @@ func openFile(ctx context.Context, tx *client.Txn, rq *request, perm uint32) (*c
 	}
 	f, err := tx.OpenInode(ctx, l.fi.Ino)
 	return f, wrapPath(rq.path, err)
-}
-
-var errLimitReached = errors.New("range sent")
-
-// limitedWriter passes on n bytes, then stops the copy.
-type limitedWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.n {
-		k, err := l.w.Write(p[:l.n])
-		l.n -= int64(k)
-		if err == nil {
-			err = errLimitReached
-		}
-		return k, err
-	}
-	k, err := l.w.Write(p)
-	l.n -= int64(k)
-	return k, err
 }
 
 // stallGuard returns a writer to the response that gives up on a client

@@ -15,9 +15,9 @@ import (
 // exactly the bytes of the range (Content-Length included) for ranges
 // inside a block, across a block boundary, ending at one, at the end of
 // the file and past it, and an empty range; and a range of a block or
-// two costs the datanodes only the blocks it covers (their
-// read_bytes_total, the gateway reading over TCP), not the eight blocks
-// of read-ahead a streamed read fetches at once.
+// two (read at once) or more (streamed) costs the datanodes only the
+// blocks it covers (their read_bytes_total, the gateway reading over
+// TCP), not the eight blocks of read-ahead a streamed read fetches.
 func TestWebHDFSRangeReads(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Admin: true})
 	c.MustRun("chmod", "777", "/")
@@ -50,6 +50,8 @@ func TestWebHDFSRangeReads(t *testing.T) {
 		{"a whole block", 5 * bs, bs, 1},
 		{"across a block boundary", 7*bs - 10, 20, 2},
 		{"two whole blocks", 8 * bs, 2 * bs, 2},
+		{"three blocks' length, streamed", 12*bs + 10, 3 * bs, 4},
+		{"four whole blocks, streamed", 16 * bs, 4 * bs, 4},
 		{"ending at a block boundary", 11*bs - 5, 5, 1},
 		{"the tail of the last block", 20*bs + 1000, 234, 1},
 		{"past the end of the file", 20*bs + 1000, 5000, 1},
