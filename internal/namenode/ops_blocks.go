@@ -95,6 +95,12 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (%s; see 'plasma fsstat'; remove files or add datanodes)",
 			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes, n.roomReport())
 	}
+	// Too few datanodes alive (after a namenode restart, before they
+	// register again, say) is a wait, not a full cluster: with none alive
+	// the byte counts below are all zero and would say ENOSPC.
+	if rep := max(int(a.Rep), 1); nodes < rep {
+		return nil, fail(wire.ErrCodeUnavailable, "allocate: replication %d requested but only %d usable datanodes are alive (registering after a restart, or down: see 'plasma admin datanodes')", rep, nodes)
+	}
 	// The per-user limit counts bytes, as the datanodes do (space.go):
 	// what the blocks will hold by the size the writer announced, whole
 	// blocks without one.
