@@ -126,7 +126,8 @@ type Group struct {
 	cfg   GroupConfig
 	file  groupFile
 	raft  *raft.Raft
-	logs  *raftStore
+	state *raftStore // term and vote (raft.db)
+	logs  *raftLog   // the log (raft.log)
 	trans *raft.NetworkTransport
 	ckpt  *checkpointer
 
@@ -207,13 +208,19 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 		}
 	}
 	g.ckpt = newCheckpointer(nil, 0, cfg.Store, snap.LogSeq, fatal, cfg.Logger)
-	if g.logs, err = openRaftStore(filepath.Join(cfg.Dir, "raft.db")); err != nil {
+	if g.state, err = openRaftStore(filepath.Join(cfg.Dir, "raft.db")); err != nil {
 		g.ckpt.stop()
+		return nil, err
+	}
+	if g.logs, err = openRaftLogs(cfg.Dir, g.state); err != nil {
+		g.ckpt.stop()
+		g.state.Close()
 		return nil, err
 	}
 	if err := g.start(); err != nil {
 		g.ckpt.stop()
 		g.logs.Close()
+		g.state.Close()
 		return nil, err
 	}
 	return g, nil
@@ -326,7 +333,14 @@ func (g *Group) start() error {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: snapshots in %s: %w", g.cfg.Dir, err)
 	}
-	has, err := raft.HasExistingState(g.logs, g.logs, snaps)
+	// The leader reads recent entries to send them to the followers:
+	// from memory.
+	logs, err := raft.NewLogCache(1024, g.logs)
+	if err != nil {
+		g.trans.Close()
+		return fmt.Errorf("namenode group: %w", err)
+	}
+	has, err := raft.HasExistingState(logs, g.state, snaps)
 	if err != nil {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: %w", err)
@@ -339,12 +353,12 @@ func (g *Group) start() error {
 		}
 		// Every member bootstraps with the same configuration, which
 		// the library allows: the first leader's log settles it.
-		if err := raft.BootstrapCluster(rc, g.logs, g.logs, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
+		if err := raft.BootstrapCluster(rc, logs, g.state, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
 			g.trans.Close()
 			return fmt.Errorf("namenode group: bootstrap: %w", err)
 		}
 	}
-	r, err := raft.NewRaft(rc, groupFSM{g}, g.logs, g.logs, snaps, g.trans)
+	r, err := raft.NewRaft(rc, groupFSM{g}, logs, g.state, snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: %w", err)
@@ -444,6 +458,9 @@ func (g *Group) Close() error {
 	g.trans.Close()
 	g.ckpt.stop()
 	if cerr := g.logs.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := g.state.Close(); err == nil {
 		err = cerr
 	}
 	return err
