@@ -135,6 +135,12 @@ type Group struct {
 
 	pmu  sync.Mutex
 	last raft.ApplyFuture // the last batch proposed (pmu)
+	// own holds the batches this member proposed as leader until they
+	// are applied, by the first byte of their encoding: the entry Raft
+	// applies on the leader carries the very slice proposed, so the
+	// leader's store gets the changes without decoding them again (an
+	// entry read back from the log is another slice and is decoded).
+	own map[*byte][]*meta.Change // pmu
 }
 
 // groupID names a group: its namespace, its members and the database
@@ -200,7 +206,7 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: cfg, file: gf, leading: make(chan bool, 16)}
+	g := &Group{cfg: cfg, file: gf, leading: make(chan bool, 16), own: map[*byte][]*meta.Change{}}
 	fatal := func(err error) {
 		cfg.Logger.Error("checkpoint store failed while applying the group's log: this member stops; restart it to reload the durable state", "err", err)
 		if cfg.Fatal != nil {
@@ -400,6 +406,10 @@ func (g *Group) LeaderAddr() string {
 // Ready returns once this member, the leader, has applied every entry
 // the group committed to its store: its state is then the group's.
 func (g *Group) Ready() error {
+	// Batches proposed in an earlier term and never committed.
+	g.pmu.Lock()
+	clear(g.own)
+	g.pmu.Unlock()
 	if err := g.raft.Barrier(0).Error(); err != nil {
 		return fmt.Errorf("namenode group: catch up before leading: %w", err)
 	}
@@ -409,7 +419,13 @@ func (g *Group) Ready() error {
 // append proposes a batch; Sync reports whether it was committed.
 // Called by the committer's writing goroutine only.
 func (g *Group) append(changes []*meta.Change) {
-	f := g.raft.Apply(meta.EncodeChanges(changes), 0)
+	data := meta.EncodeChanges(changes)
+	if len(data) > 0 {
+		g.pmu.Lock()
+		g.own[&data[0]] = changes
+		g.pmu.Unlock()
+	}
+	f := g.raft.Apply(data, 0)
 	g.pmu.Lock()
 	g.last = f
 	g.pmu.Unlock()
@@ -483,6 +499,18 @@ func (f groupFSM) Apply(l *raft.Log) any {
 	c.mu.Unlock()
 	if held {
 		return nil // the store had it at start-up
+	}
+	var changes []*meta.Change
+	own := false
+	if len(l.Data) > 0 {
+		f.g.pmu.Lock()
+		changes, own = f.g.own[&l.Data[0]]
+		delete(f.g.own, &l.Data[0])
+		f.g.pmu.Unlock()
+	}
+	if own {
+		c.queue(seq, changes)
+		return nil
 	}
 	changes, err := meta.DecodeChanges(l.Data)
 	if err != nil {
