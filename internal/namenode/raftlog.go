@@ -26,11 +26,11 @@ import (
 //
 // Crash safety: the valid log is the chain of intact records with
 // consecutive indexes from the file's start, as for the commit log; Open
-// cuts the file after it (a torn batch) and makes the cut durable, so
-// what lies past the end of the log is always zeros or never-synced
-// records: a later, shorter write can never be followed by a stale
-// record that chains on. Deleting a suffix (Raft's conflict truncation)
-// zeroes it durably for the same reason. Deleting a prefix (compaction
+// cuts the file after it (a torn batch) and zeroes the room after it
+// again, durably, so what lies past the end of the log is always zeros
+// or never-synced records: a later, shorter write can never be followed
+// by a stale record that chains on. Deleting a suffix (Raft's conflict
+// truncation) zeroes it durably for the same reason. Deleting a prefix (compaction
 // after a snapshot) is in memory until the dead prefix is large, then the
 // live records are rewritten into a new file renamed over the old one:
 // a prefix that reappears after a restart holds only committed entries,
@@ -48,6 +48,7 @@ type raftLog struct {
 	first uint64  // index of offs[0]; 0 when empty
 	offs  []int64 // offs[i]: offset of entry first+i's record
 	end   int64   // end of the last record
+	size  int64   // the file's size: zeros from end on (wmu)
 	buf   []byte  // StoreLogs' write buffer (wmu)
 }
 
@@ -56,6 +57,13 @@ const raftEntryHeader = 17
 
 // raftLogCompactAt is the dead prefix past which DeleteRange rewrites the file.
 const raftLogCompactAt = 64 << 20
+
+// raftLogGrowth is how much zeroed room the file gets at a time: an
+// fdatasync of a write within the file's size syncs only the data, one
+// that extends the file commits the file system's journal too (about
+// twice the cost here), so appends go into preallocated zeros, as in the
+// commit log.
+const raftLogGrowth = 16 << 20
 
 func openRaftLog(path string) (*raftLog, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -103,13 +111,39 @@ func (l *raftLog) scan() error {
 		off += commitlog.HeaderLen + int64(n)
 	}
 	l.end = off
-	if size > off {
-		if err := l.f.Truncate(off); err != nil {
-			return fmt.Errorf("raft log %s: cut the torn tail at %d: %w", l.path, off, err)
+	// Whatever follows may be a torn batch: cut, then zeroed room again
+	// (synced by grow).
+	if err := l.f.Truncate(off); err != nil {
+		return fmt.Errorf("raft log %s: cut the torn tail at %d: %w", l.path, off, err)
+	}
+	l.size = off
+	return l.grow(off)
+}
+
+// grow extends the file with zeros past need, synced (the size too).
+// wmu held, or at open.
+func (l *raftLog) grow(need int64) error {
+	size := (need/raftLogGrowth + 1) * raftLogGrowth
+	if err := writeZeros(l.f, l.size, size); err != nil {
+		return fmt.Errorf("raft log %s: preallocate: %w", l.path, err)
+	}
+	if err := unix.Fsync(int(l.f.Fd())); err != nil {
+		return fmt.Errorf("raft log %s: %w", l.path, err)
+	}
+	l.size = size
+	return nil
+}
+
+// writeZeros writes zeros over [from, to) of f (not fallocate: writes into
+// unwritten extents make every fdatasync update metadata too).
+func writeZeros(f *os.File, from, to int64) error {
+	zeros := make([]byte, min(to-from, 1<<20))
+	for from < to {
+		n := min(int64(len(zeros)), to-from)
+		if _, err := f.WriteAt(zeros[:n], from); err != nil {
+			return err
 		}
-		if err := unix.Fsync(int(l.f.Fd())); err != nil {
-			return fmt.Errorf("raft log %s: %w", l.path, err)
-		}
+		from += n
 	}
 	return nil
 }
@@ -199,6 +233,11 @@ func (l *raftLog) StoreLogs(logs []*raft.Log) error {
 	if cap(b) <= 4<<20 {
 		l.buf = b
 	}
+	if start+int64(len(b)) > l.size {
+		if err := l.grow(start + int64(len(b))); err != nil {
+			return err
+		}
+	}
 	if _, err := l.f.WriteAt(b, start); err != nil {
 		return fmt.Errorf("raft log %s: write: %w", l.path, err)
 	}
@@ -244,7 +283,7 @@ func (l *raftLog) DeleteRange(lo, hi uint64) error {
 		cut := l.offs[lo-first]
 		l.mu.RUnlock()
 		// Zeroed durably, so no stale record chains on after later appends.
-		if err := l.f.Truncate(cut); err != nil {
+		if err := writeZeros(l.f, cut, l.end); err != nil {
 			return fmt.Errorf("raft log %s: delete entries %d-%d: %w", l.path, lo, hi, err)
 		}
 		if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
@@ -283,13 +322,19 @@ func (l *raftLog) rewrite(from uint64) error {
 	if err != nil {
 		return fmt.Errorf("raft log %s: %w", l.path, err)
 	}
+	// Room after the records, zeroed before the file is in use.
+	fresh := &raftLog{path: l.path, f: f, size: int64(len(data))}
+	if err := fresh.grow(fresh.size); err != nil {
+		f.Close()
+		return err
+	}
 	offs := make([]int64, len(keep))
 	for i, o := range keep {
 		offs[i] = o - start
 	}
 	l.mu.Lock()
 	old := l.f
-	l.f, l.offs, l.end = f, offs, int64(len(data))
+	l.f, l.offs, l.end, l.size = f, offs, int64(len(data)), fresh.size
 	if len(offs) == 0 {
 		l.first = 0
 	} else {
