@@ -126,7 +126,8 @@ type Group struct {
 	cfg   GroupConfig
 	file  groupFile
 	raft  *raft.Raft
-	logs  *raftStore
+	state *raftStore // term and vote (raft.db)
+	logs  *raftLog   // the log (raft.log)
 	trans *raft.NetworkTransport
 	ckpt  *checkpointer
 
@@ -134,6 +135,12 @@ type Group struct {
 
 	pmu  sync.Mutex
 	last raft.ApplyFuture // the last batch proposed (pmu)
+	// own holds the batches this member proposed as leader until they
+	// are applied, by the first byte of their encoding: the entry Raft
+	// applies on the leader carries the very slice proposed, so the
+	// leader's store gets the changes without decoding them again (an
+	// entry read back from the log is another slice and is decoded).
+	own map[*byte][]*meta.Change // pmu
 }
 
 // groupID names a group: its namespace, its members and the database
@@ -199,7 +206,7 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: cfg, file: gf, leading: make(chan bool, 16)}
+	g := &Group{cfg: cfg, file: gf, leading: make(chan bool, 16), own: map[*byte][]*meta.Change{}}
 	fatal := func(err error) {
 		cfg.Logger.Error("checkpoint store failed while applying the group's log: this member stops; restart it to reload the durable state", "err", err)
 		if cfg.Fatal != nil {
@@ -207,13 +214,19 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 		}
 	}
 	g.ckpt = newCheckpointer(nil, 0, cfg.Store, snap.LogSeq, fatal, cfg.Logger)
-	if g.logs, err = openRaftStore(filepath.Join(cfg.Dir, "raft.db")); err != nil {
+	if g.state, err = openRaftStore(filepath.Join(cfg.Dir, "raft.db")); err != nil {
 		g.ckpt.stop()
+		return nil, err
+	}
+	if g.logs, err = openRaftLogs(cfg.Dir, g.state); err != nil {
+		g.ckpt.stop()
+		g.state.Close()
 		return nil, err
 	}
 	if err := g.start(); err != nil {
 		g.ckpt.stop()
 		g.logs.Close()
+		g.state.Close()
 		return nil, err
 	}
 	return g, nil
@@ -326,7 +339,14 @@ func (g *Group) start() error {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: snapshots in %s: %w", g.cfg.Dir, err)
 	}
-	has, err := raft.HasExistingState(g.logs, g.logs, snaps)
+	// The leader reads recent entries to send them to the followers:
+	// from memory.
+	logs, err := raft.NewLogCache(1024, g.logs)
+	if err != nil {
+		g.trans.Close()
+		return fmt.Errorf("namenode group: %w", err)
+	}
+	has, err := raft.HasExistingState(logs, g.state, snaps)
 	if err != nil {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: %w", err)
@@ -339,12 +359,12 @@ func (g *Group) start() error {
 		}
 		// Every member bootstraps with the same configuration, which
 		// the library allows: the first leader's log settles it.
-		if err := raft.BootstrapCluster(rc, g.logs, g.logs, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
+		if err := raft.BootstrapCluster(rc, logs, g.state, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
 			g.trans.Close()
 			return fmt.Errorf("namenode group: bootstrap: %w", err)
 		}
 	}
-	r, err := raft.NewRaft(rc, groupFSM{g}, g.logs, g.logs, snaps, g.trans)
+	r, err := raft.NewRaft(rc, groupFSM{g}, logs, g.state, snaps, g.trans)
 	if err != nil {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: %w", err)
@@ -386,6 +406,10 @@ func (g *Group) LeaderAddr() string {
 // Ready returns once this member, the leader, has applied every entry
 // the group committed to its store: its state is then the group's.
 func (g *Group) Ready() error {
+	// Batches proposed in an earlier term and never committed.
+	g.pmu.Lock()
+	clear(g.own)
+	g.pmu.Unlock()
 	if err := g.raft.Barrier(0).Error(); err != nil {
 		return fmt.Errorf("namenode group: catch up before leading: %w", err)
 	}
@@ -395,7 +419,13 @@ func (g *Group) Ready() error {
 // append proposes a batch; Sync reports whether it was committed.
 // Called by the committer's writing goroutine only.
 func (g *Group) append(changes []*meta.Change) {
-	f := g.raft.Apply(meta.EncodeChanges(changes), 0)
+	data := meta.EncodeChanges(changes)
+	if len(data) > 0 {
+		g.pmu.Lock()
+		g.own[&data[0]] = changes
+		g.pmu.Unlock()
+	}
+	f := g.raft.Apply(data, 0)
 	g.pmu.Lock()
 	g.last = f
 	g.pmu.Unlock()
@@ -446,6 +476,9 @@ func (g *Group) Close() error {
 	if cerr := g.logs.Close(); err == nil {
 		err = cerr
 	}
+	if cerr := g.state.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -466,6 +499,18 @@ func (f groupFSM) Apply(l *raft.Log) any {
 	c.mu.Unlock()
 	if held {
 		return nil // the store had it at start-up
+	}
+	var changes []*meta.Change
+	own := false
+	if len(l.Data) > 0 {
+		f.g.pmu.Lock()
+		changes, own = f.g.own[&l.Data[0]]
+		delete(f.g.own, &l.Data[0])
+		f.g.pmu.Unlock()
+	}
+	if own {
+		c.queue(seq, changes)
+		return nil
 	}
 	changes, err := meta.DecodeChanges(l.Data)
 	if err != nil {

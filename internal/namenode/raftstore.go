@@ -2,7 +2,6 @@ package namenode
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,15 +9,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// raftStore keeps a group member's Raft log and its stable state (term,
-// vote) in one bbolt file: hashicorp/raft's LogStore and StableStore.
-// Every write is one bbolt transaction, durable when it returns (bbolt
-// fdatasyncs at commit), which is what Raft requires before a member
-// acknowledges an entry or a vote. (raft-boltdb, the library's own
-// store, does the same but needs an older go-metrics than raft v1.8.)
-//
-// A log record is the entry's term, type, append time and data, keyed by
-// its index (big-endian, so keys sort by index).
+// raftStore keeps a group member's Raft stable state (term, vote) in a
+// bbolt file: hashicorp/raft's StableStore. Every write is one bbolt
+// transaction, durable when it returns (bbolt fdatasyncs at commit), which
+// is what Raft requires before a member acknowledges a vote. The log is
+// in raft.log (raftlog.go); members of the first version kept it here, in
+// the log bucket, keyed by index (big-endian), which openRaftLogs moves
+// out.
 type raftStore struct {
 	db *bolt.DB
 }
@@ -52,88 +49,34 @@ func openRaftStore(path string) (*raftStore, error) {
 
 func (s *raftStore) Close() error { return s.db.Close() }
 
-func indexKey(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
-
-func (s *raftStore) FirstIndex() (uint64, error) {
-	var i uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(raftLogBucket).Cursor().First(); k != nil {
-			i = binary.BigEndian.Uint64(k)
-		}
-		return nil
-	})
-	return i, err
-}
-
-func (s *raftStore) LastIndex() (uint64, error) {
-	var i uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(raftLogBucket).Cursor().Last(); k != nil {
-			i = binary.BigEndian.Uint64(k)
-		}
-		return nil
-	})
-	return i, err
-}
-
-// A record: term u64, type u8, appended-at Unix ns i64, data.
+// A record of the first version's log bucket: term u64, type u8,
+// appended-at Unix ns i64, data (raftlog.go's entry payload).
 const raftRecordHeader = 17
 
-func (s *raftStore) GetLog(index uint64, l *raft.Log) error {
+// eachLog calls fn with every entry of the log bucket, in index order:
+// members of the first version kept their log there (openRaftLogs moves
+// it to raft.log).
+func (s *raftStore) eachLog(fn func(*raft.Log)) error {
 	return s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(raftLogBucket).Get(indexKey(index))
-		if v == nil {
-			return raft.ErrLogNotFound
-		}
-		if len(v) < raftRecordHeader {
-			return fmt.Errorf("raft log entry %d: %d bytes, shorter than its header", index, len(v))
-		}
-		l.Index = index
-		l.Term = binary.BigEndian.Uint64(v)
-		l.Type = raft.LogType(v[8])
-		l.AppendedAt = time.Unix(0, int64(binary.BigEndian.Uint64(v[9:])))
-		l.Data = append([]byte(nil), v[raftRecordHeader:]...) // v lives only during the transaction
-		l.Extensions = nil
-		return nil
+		return tx.Bucket(raftLogBucket).ForEach(func(k, v []byte) error {
+			if len(k) != 8 || len(v) < raftRecordHeader {
+				return fmt.Errorf("raft log entry %x: %d bytes, shorter than its header", k, len(v))
+			}
+			fn(&raft.Log{Index: binary.BigEndian.Uint64(k), Term: binary.BigEndian.Uint64(v), Type: raft.LogType(v[8]),
+				AppendedAt: time.Unix(0, int64(binary.BigEndian.Uint64(v[9:]))), Data: v[raftRecordHeader:]})
+			return nil
+		})
 	})
 }
 
-func (s *raftStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
-
-func (s *raftStore) StoreLogs(logs []*raft.Log) error {
+// dropLogs empties the log bucket once its entries are in raft.log.
+func (s *raftStore) dropLogs() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(raftLogBucket)
-		for _, l := range logs {
-			if len(l.Extensions) > 0 {
-				return errors.New("raft log entries with extensions are not stored")
-			}
-			v := make([]byte, raftRecordHeader, raftRecordHeader+len(l.Data))
-			binary.BigEndian.PutUint64(v, l.Term)
-			v[8] = byte(l.Type)
-			binary.BigEndian.PutUint64(v[9:], uint64(l.AppendedAt.UnixNano()))
-			if err := b.Put(indexKey(l.Index), append(v, l.Data...)); err != nil {
-				return err
-			}
+		if err := tx.DeleteBucket(raftLogBucket); err != nil {
+			return err
 		}
-		return nil
-	})
-}
-
-func (s *raftStore) DeleteRange(lo, hi uint64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		// Keys are collected first: deleting under a cursor skips keys.
-		b := tx.Bucket(raftLogBucket)
-		var keys [][]byte
-		c := b.Cursor()
-		for k, _ := c.Seek(indexKey(lo)); k != nil && binary.BigEndian.Uint64(k) <= hi; k, _ = c.Next() {
-			keys = append(keys, append([]byte(nil), k...))
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.CreateBucket(raftLogBucket)
+		return err
 	})
 }
 
