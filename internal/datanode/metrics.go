@@ -29,7 +29,7 @@ func newObserver() *observer {
 }
 
 var dataOpNames = map[wire.DataOp]string{wire.DataWrite: "write", wire.DataRead: "read", wire.DataSync: "sync",
-	wire.DataVerify: "verify", wire.DataIdentity: "identity", wire.DataAdopt: "adopt", wire.DataExtend: "extend"}
+	wire.DataVerify: "verify", wire.DataIdentity: "identity", wire.DataAdopt: "adopt", wire.DataExtend: "extend", wire.DataReplicate: "replicate"}
 
 // request counts a request of op answered with resp (q is what was done:
 // an empty request if its ticket was refused) and sent bytes of data.
