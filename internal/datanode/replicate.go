@@ -29,6 +29,9 @@ func (s *Server) sendReplica(next **hop, q *wire.DataReq, gen uint64, buf []byte
 	if len(q.Chain) != 1 {
 		return fmt.Errorf("replicate block %d: %d destinations, need 1", q.Block, len(q.Chain))
 	}
+	if !s.copies.wait(int(s.store.Config.Blocksize), s.stop) {
+		return fmt.Errorf("replicate block %d: datanode %s is shutting down", q.Block, s.store.Config.Identity)
+	}
 	crc, n, err := s.store.ReadN(q.Block, buf, gen)
 	if err != nil {
 		return fmt.Errorf("replicate block %d: %w", q.Block, err)

@@ -50,6 +50,9 @@ type Config struct {
 	// ScrubInterval 0 turns it off.
 	ScrubInterval time.Duration
 	ScrubRate     int64
+	// CopyRate bounds the bytes a second this datanode sends for
+	// re-replication, all copies together (copylimit.go; 0: no bound).
+	CopyRate int64
 }
 
 // Server serves one volume over the data protocol.
@@ -70,7 +73,8 @@ type Server struct {
 	// received bounds the write data read off connections and not yet
 	// stored (Config.ReceiveMemory).
 	received *connlimit.Budget
-	obs      *observer // metrics.go
+	obs      *observer    // metrics.go
+	copies   *copyLimiter // copylimit.go; nil: copies unpaced
 	stop     chan struct{}
 	bad      chan badBlock // found by the scrubber, for the namenode
 	scrubbed scrubProgress // how far the scrubber got, for the namenode
@@ -111,6 +115,10 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Idle == 0 {
 		cfg.Idle = 10 * time.Minute
 	}
+	if cfg.CopyRate > 0 && cfg.CopyRate < int64(st.Config.Blocksize) {
+		st.Close()
+		return nil, fmt.Errorf("copy rate %d bytes a second is below one block (%d bytes) a second: the namenode's copies would time out; raise -copy-rate or use 0 (no bound)", cfg.CopyRate, st.Config.Blocksize)
+	}
 	if cfg.ReceiveMemory == 0 {
 		cfg.ReceiveMemory = 1 << 30
 	}
@@ -122,6 +130,7 @@ func Open(cfg Config) (*Server, error) {
 	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser)
 	s.received = connlimit.NewBudget(max(cfg.ReceiveMemory, 4*int(st.Config.Blocksize)), receiveWait)
 	bs := int(st.Config.Blocksize)
+	s.copies = newCopyLimiter(cfg.CopyRate, copyBurstBlocks*bs)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
 }
