@@ -30,6 +30,8 @@ type ReReplicateOptions struct {
 	Window time.Duration
 	// CopiesPerNode is the namenode's -copies-per-node (0: its default).
 	CopiesPerNode int
+	// CopyRate is the datanodes' -copy-rate (0: their default).
+	CopyRate int64
 	// ShortCircuit lets the reader read the datanodes' block files
 	// directly (a reader on their machine); without it, it reads through
 	// the data protocol, as a reader on another machine does.
@@ -50,7 +52,7 @@ const reFileSize = 64 << 20
 // is compared with its throughput just before the datanode was killed.
 func ReReplicate(ctx context.Context, o ReReplicateOptions) (*Report, error) {
 	rep := &Report{Bench: "rereplicate", Started: time.Now(),
-		Params: fmt.Sprintf("size=%s window=%v copies-per-node=%d blocksize=%s short-circuit=%v", gib(o.Size), o.Window, o.CopiesPerNode, benchBlocksize, o.ShortCircuit)}
+		Params: fmt.Sprintf("size=%s window=%v copies-per-node=%d copy-rate=%d blocksize=%s short-circuit=%v", gib(o.Size), o.Window, o.CopiesPerNode, o.CopyRate, benchBlocksize, o.ShortCircuit)}
 	dir, err := os.MkdirTemp(o.Dir, "plasma-bench-rerep-")
 	if err != nil {
 		return nil, err
@@ -288,6 +290,9 @@ func startRereplCluster(ctx context.Context, o ReReplicateOptions, dir string) (
 		}
 		dn := exec.Command(o.Plasma, "datanode", "-dir", vol, "-listen", dnAddr, "-namenode", addr, "-security", "none", "-namenode-security", "none",
 			"-log-level", "warn", "-heartbeat", "200ms")
+		if o.CopyRate > 0 {
+			dn.Args = append(dn.Args, "-copy-rate", strconv.FormatInt(o.CopyRate, 10))
+		}
 		dn.Stdout, dn.Stderr = logf, logf
 		if err := dn.Start(); err != nil {
 			cl.stop()

@@ -26,6 +26,7 @@ func cmdBenchReReplicate(ctx context.Context, args []string) error {
 	f.DurationVar(&o.Window, "window", 10*time.Second, "how long reads are measured before the datanode is killed")
 	f.BoolVar(&o.ShortCircuit, "short-circuit", false, "the reader reads the block files directly (a reader on the datanodes' machine);\nby default through the data protocol, as a reader on another machine")
 	copies := f.IntRange("copies-per-node", 0, 0, 64, "the namenode's -copies-per-node (0: its default)")
+	f.Size(&o.CopyRate, "copy-rate", "the datanodes' -copy-rate, bytes a second each sends for re-replication (0: their default)")
 	if err := f.Parse(args); err != nil {
 		return err
 	}

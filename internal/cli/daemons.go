@@ -352,6 +352,8 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	scrubEvery := f.durationRange("scrub-interval", 7*24*time.Hour, 0, 365*24*time.Hour, "start a pass of the scrubber, which checks every block's checksum and reports damaged\nones to the namenode, this often (0: no scrubbing)")
 	var scrubRate int64 = 8 << 20
 	f.sizeRange(&scrubRate, "scrub-rate", 64<<10, 1<<40, "bytes a second the scrubber reads at most (a few percent of a disk's bandwidth)")
+	var copyRate int64
+	f.sizeRange(&copyRate, "copy-rate", 0, 1<<40, "bytes a second this datanode sends for re-replication, all copies together, so\nuser reads keep their share of the disk and network; at least one block a second, more\nthan a copy task (up to 32 blocks per -copies-per-node) needs to end within 2 minutes (0: no bound)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -376,7 +378,7 @@ func cmdDatanode(ctx context.Context, args []string) error {
 	}
 	srv, err := datanode.Open(datanode.Config{Dir: *dir, Namenode: *nnAddr, Heartbeat: *hb, Logger: log,
 		Security: sec, NamenodeSecurity: nnSec, Credential: cred, TicketKey: tk, ReceiveMemory: int(receiveMem),
-		ScrubInterval: *scrubEvery, ScrubRate: scrubRate})
+		ScrubInterval: *scrubEvery, ScrubRate: scrubRate, CopyRate: copyRate})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func newObserver() *observer {
 }
 
 var dataOpNames = map[wire.DataOp]string{wire.DataWrite: "write", wire.DataRead: "read", wire.DataSync: "sync",
-	wire.DataVerify: "verify", wire.DataIdentity: "identity", wire.DataAdopt: "adopt", wire.DataExtend: "extend"}
+	wire.DataVerify: "verify", wire.DataIdentity: "identity", wire.DataAdopt: "adopt", wire.DataExtend: "extend", wire.DataReplicate: "replicate"}
 
 // request counts a request of op answered with resp (q is what was done:
 // an empty request if its ticket was refused) and sent bytes of data.
@@ -68,6 +68,8 @@ var (
 	descCapacity = prometheus.NewDesc("plasma_datanode_capacity_blocks",
 		"Blocks the volume holds (which are used is the namenode's to say: plasma_namenode_datanode_blocks).", nil, nil)
 	descBlocksize = prometheus.NewDesc("plasma_datanode_block_size_bytes", "The volume's blocksize.", nil, nil)
+	descCopyWait  = prometheus.NewDesc("plasma_datanode_copy_throttled_seconds_total",
+		"Time re-replication copies this datanode sends waited for its copy bandwidth (-copy-rate).", nil, nil)
 )
 
 func (c dnCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -77,6 +79,7 @@ func (c dnCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descChecksums
 	ch <- descCapacity
 	ch <- descBlocksize
+	ch <- descCopyWait
 }
 
 func (c dnCollector) Collect(ch chan<- prometheus.Metric) {
@@ -87,4 +90,5 @@ func (c dnCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descChecksums, prometheus.CounterValue, float64(st.badChecksums.Load()))
 	ch <- prometheus.MustNewConstMetric(descCapacity, prometheus.GaugeValue, float64(st.Config.Blocks))
 	ch <- prometheus.MustNewConstMetric(descBlocksize, prometheus.GaugeValue, float64(st.Config.Blocksize))
+	ch <- prometheus.MustNewConstMetric(descCopyWait, prometheus.CounterValue, c.s.copies.waitedSeconds())
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// ScrubInterval 0 turns it off.
 	ScrubInterval time.Duration
 	ScrubRate     int64
+	// CopyRate bounds the bytes a second this datanode sends for
+	// re-replication, all copies together (copylimit.go; 0: no bound).
+	CopyRate int64
 }
 
 // Server serves one volume over the data protocol.
@@ -70,7 +73,8 @@ type Server struct {
 	// received bounds the write data read off connections and not yet
 	// stored (Config.ReceiveMemory).
 	received *connlimit.Budget
-	obs      *observer // metrics.go
+	obs      *observer    // metrics.go
+	copies   *copyLimiter // copylimit.go; nil: copies unpaced
 	stop     chan struct{}
 	bad      chan badBlock // found by the scrubber, for the namenode
 	scrubbed scrubProgress // how far the scrubber got, for the namenode
@@ -111,6 +115,10 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Idle == 0 {
 		cfg.Idle = 10 * time.Minute
 	}
+	if cfg.CopyRate > 0 && cfg.CopyRate < int64(st.Config.Blocksize) {
+		st.Close()
+		return nil, fmt.Errorf("copy rate %d bytes a second is below one block (%d bytes) a second: the namenode's copies would time out; raise -copy-rate or use 0 (no bound)", cfg.CopyRate, st.Config.Blocksize)
+	}
 	if cfg.ReceiveMemory == 0 {
 		cfg.ReceiveMemory = 1 << 30
 	}
@@ -122,6 +130,7 @@ func Open(cfg Config) (*Server, error) {
 	s.limits = connlimit.New(cfg.MaxConns, cfg.MaxConnsPerUser)
 	s.received = connlimit.NewBudget(max(cfg.ReceiveMemory, 4*int(st.Config.Blocksize)), receiveWait)
 	bs := int(st.Config.Blocksize)
+	s.copies = newCopyLimiter(cfg.CopyRate, copyBurstBlocks*bs)
 	s.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return s, nil
 }
@@ -625,10 +634,35 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 	}()
 	bs := int(s.store.Config.Blocksize)
 	failed := false
+	fail := func(err error) {
+		if err != nil && !failed {
+			failed = true
+			nc.Close()
+		}
+	}
+	// Re-replicated blocks in flight to their destination (replicate.go):
+	// their answers are written, in order, before any later one.
+	var copies copyPipe
+	drain := func() {
+		s.drainCopies(&copies, &next, func(q *wire.DataReq, resp wire.DataResp) {
+			if !failed {
+				fail(s.answer(w, q.Op, q, &resp, nil))
+			}
+		})
+	}
+	defer func() {
+		drain()
+		if !failed {
+			w.Flush()
+		}
+	}()
 	for j := range jobs {
 		if failed {
 			s.done(j)
 			continue
+		}
+		if len(copies.sent) > 0 && (j.q.Op != wire.DataReplicate || !copies.accepts(j.q)) {
+			drain()
 		}
 		q := j.q
 		op := q.Op // q is replaced below if its ticket is refused
@@ -708,9 +742,22 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			}
 		case wire.DataReplicate:
 			bufp = s.bufs.Get().(*[]byte)
-			if err := s.replicate(&next, q, gen, *bufp); err != nil {
-				resp = errResp(err)
+			err := s.sendReplica(&next, q, gen, *bufp)
+			if err == nil {
+				// Answered once the destination has: meanwhile the
+				// next block is read and sent.
+				copies.sent = append(copies.sent, sentCopy{q: j.q, addr: q.Chain[0].Addr})
+				s.bufs.Put(bufp)
+				s.done(j)
+				if len(jobs) == 0 || len(copies.sent) >= maxCopiesInFlight {
+					drain()
+					if !failed && len(jobs) == 0 {
+						fail(w.Flush())
+					}
+				}
+				continue
 			}
+			resp = errResp(err)
 		case wire.DataSync:
 			if s.nodeID.Load() == 0 {
 				// A datanode that has not registered yet may have restarted
@@ -734,13 +781,10 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			c := s.store.Config
 			resp.Identity, resp.Cluster, resp.Blocks, resp.Bsize = c.Identity, c.Cluster, c.Blocks, c.Blocksize
 		}
-		if resp.Status != wire.OK {
-			s.log.Warn("data request refused", "op", dataOpNames[op], "block", j.q.Block, "req", wire.FormatReqID(j.q.ReqID), "err", resp.Msg)
-		}
-		s.obs.request(op, q, &resp, len(payload))
-		err := wire.WriteDataResp(w, &resp)
-		if err == nil && payload != nil {
-			_, err = w.Write(payload)
+		drain() // the answers of blocks sent before (none but after a refusal) come first
+		var err error
+		if !failed { // a drain may have failed to answer
+			err = s.answerAs(w, op, j.q, q, &resp, payload)
 		}
 		if bufp != j.bufp {
 			s.bufs.Put(bufp) // a buffer of its own (read, adopt)
@@ -751,11 +795,28 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		if err == nil && len(jobs) == 0 {
 			err = w.Flush()
 		}
-		if err != nil {
-			failed = true
-			nc.Close()
-		}
+		fail(err)
 	}
+}
+
+// answer writes the response to q (and its payload), logging a refusal
+// and counting it for the metrics.
+func (s *Server) answer(w io.Writer, op wire.DataOp, q *wire.DataReq, resp *wire.DataResp, payload []byte) error {
+	return s.answerAs(w, op, q, q, resp, payload)
+}
+
+// answerAs is answer for a request received as orig and carried out as q
+// (an empty request if its ticket was refused).
+func (s *Server) answerAs(w io.Writer, op wire.DataOp, orig, q *wire.DataReq, resp *wire.DataResp, payload []byte) error {
+	if resp.Status != wire.OK {
+		s.log.Warn("data request refused", "op", dataOpNames[op], "block", orig.Block, "req", wire.FormatReqID(orig.ReqID), "err", resp.Msg)
+	}
+	s.obs.request(op, q, resp, len(payload))
+	err := wire.WriteDataResp(w, resp)
+	if err == nil && payload != nil {
+		_, err = w.Write(payload)
+	}
+	return err
 }
 
 func errResp(err error) wire.DataResp {
@@ -792,7 +853,27 @@ func (s *Server) writeChain(next **hop, q *wire.DataReq, data []byte, gen, seq u
 // further) and waits for its acknowledgement.
 func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 	h := q.Chain[0]
-	op := wire.DataWrite // an adopted block travels on as a write
+	if err := s.sendHop(next, q, data); err != nil {
+		return err
+	}
+	refused, failed := awaitHop(*next)
+	if failed != nil {
+		(*next).nc.Close()
+		*next = nil
+		return fmt.Errorf("replica on datanode %s: %w", h.Addr, failed)
+	}
+	if refused != nil {
+		return fmt.Errorf("replica on datanode %s: %w", h.Addr, refused)
+	}
+	return nil
+}
+
+// sendHop writes data to the next datanode of q's chain, connecting to it
+// first if needed, without waiting for its acknowledgement. On failure
+// the connection is closed (*next is nil).
+func (s *Server) sendHop(next **hop, q *wire.DataReq, data []byte) error {
+	h := q.Chain[0]
+	op := wire.DataWrite // an adopted or re-replicated block travels on as a write
 	if q.Op == wire.DataExtend {
 		op = wire.DataExtend
 	}
@@ -813,20 +894,11 @@ func (s *Server) forward(next **hop, q *wire.DataReq, data []byte) error {
 		}
 		*next = &hop{addr: h.Addr, nc: nc, r: bufio.NewReader(nc)}
 	}
-	n := *next
 	bufs := net.Buffers{wire.FrameDataHeader(fwd), data}
-	_, ferr := bufs.WriteTo(n.nc)
-	if ferr == nil {
-		var resp *wire.DataResp
-		resp, ferr = wire.ReadDataResp(n.r)
-		if ferr == nil && resp.Status != wire.OK {
-			ferr = errors.New(resp.Msg)
-		}
-	}
-	if ferr != nil {
-		n.nc.Close()
+	if _, err := bufs.WriteTo((*next).nc); err != nil {
+		(*next).nc.Close()
 		*next = nil
-		ferr = fmt.Errorf("replica on datanode %s: %w", h.Addr, ferr)
+		return fmt.Errorf("replica on datanode %s: %w", h.Addr, err)
 	}
-	return ferr
+	return nil
 }

@@ -32,6 +32,10 @@ type copyTask struct {
 	readTicket       []byte
 	writeTicket      []byte
 	started          time.Time
+	// srcDamaged is the first block (from src.Start) the source refused
+	// to send because it failed its checksum there, if srcSuspect.
+	srcDamaged uint64
+	srcSuspect bool
 }
 
 func (t *copyTask) String() string {
@@ -194,12 +198,20 @@ func (n *Namenode) runCopy(t *copyTask) {
 // copyBlocks has the source send each block to the destination (requests
 // pipelined on one connection), then makes them durable there.
 func (n *Namenode) copyBlocks(ctx context.Context, t *copyTask) error {
-	err := n.dataExchange(ctx, t.srcAddr, func(k int) *wire.DataReq {
+	answered := uint64(0)
+	err := n.dataExchangeAnswers(ctx, t.srcAddr, func(k int) *wire.DataReq {
 		if k == int(t.count) {
 			return nil
 		}
 		return &wire.DataReq{Op: wire.DataReplicate, Block: t.src.Start + uint64(k), CRC: t.crc[k], Ticket: t.readTicket,
 			Chain: []wire.Hop{{Addr: t.dstAddr, Block: t.dst.Start + uint64(k), Ticket: t.writeTicket}}}
+	}, func(p *wire.DataResp) {
+		// ErrCodeInvalid: the source's own replica failed its checksum
+		// (the destination's refusals come back as other codes).
+		if p.Status == wire.ErrCodeInvalid && !t.srcSuspect {
+			t.srcDamaged, t.srcSuspect = answered, true
+		}
+		answered++
 	})
 	if err != nil {
 		return fmt.Errorf("copy from datanode %d (%s): %w", t.src.Node, t.srcAddr, err)
@@ -300,6 +312,7 @@ func (n *Namenode) finishCopy(t *copyTask, err error) {
 	if err != nil {
 		rp.failed++
 		n.log.Warn("re-replication copy not attached", "task", t.String(), "err", err)
+		n.suspectCopySource(t) // copydamage.go
 		if dn := n.nodes.get(t.dst.Node); dn != nil {
 			dn.freeSlots(t.dst.Start, uint64(t.count)) // referenced nowhere
 		}

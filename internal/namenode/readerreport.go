@@ -62,17 +62,27 @@ func (n *Namenode) opReplicaDamaged(_ *conn, _ *Txn, _ *auth.Identity, q *wire.R
 	if x.CRC[k] != crc || !slices.Contains(x.Replicas, wire.Run{Node: r.Node, Start: r.Start - k}) {
 		return &wire.Response{}, nil
 	}
-	v := &verifyReq{replica: r, crc: crc, addr: dn.info.Addr}
+	n.log.Info("reader reports a damaged replica, verifying it", "node", r.Node, "block", r.Start, "ino", q.Ino, "index", q.Index)
+	n.startVerify(r, crc, x.Gen, dn.info.Addr)
+	return &wire.Response{}, nil
+}
+
+// startVerify has replica r (one block, of generation gen at least, on
+// the datanode at addr) checked against its committed checksum crc in the
+// background, and condemned if it fails it. Called with n.mu held.
+func (n *Namenode) startVerify(r wire.Run, crc uint32, gen uint64, addr string) {
+	v := &verifyReq{replica: r, crc: crc, addr: addr}
 	if n.cfg.TicketKey != nil {
 		t := auth.Ticket{Tag: replicationTag, Node: r.Node, Start: r.Start, Count: 1, Expiry: time.Now().Add(verifyTimeout + time.Minute).Unix(),
-			Gen: n.currentGen(), MinGen: x.Gen}
+			Gen: n.currentGen(), MinGen: gen}
 		v.ticket = t.Seal(n.cfg.TicketKey)
 	}
-	rp.verifying[r] = true
-	n.log.Info("reader reports a damaged replica, verifying it", "node", r.Node, "block", r.Start, "ino", q.Ino, "index", q.Index)
+	if n.repl.verifying == nil {
+		n.repl.verifying = map[wire.Run]bool{}
+	}
+	n.repl.verifying[r] = true
 	n.wg.Add(1)
 	go n.verifyReported(v)
-	return &wire.Response{}, nil
 }
 
 // verifyReported has the datanode check v's block and condemns the

@@ -473,7 +473,14 @@ func flipReplicaByte(t *testing.T, c *clustertest.Procs, cl *client.Client, p st
 	if err != nil || len(runs) != 2 {
 		t.Fatalf("replicas of block %d: %v %v", idx, runs, err)
 	}
-	damaged := runs[0]
+	flipByteAt(t, c, runs[0])
+	return runs[0]
+}
+
+// flipByteAt damages replica r (datanode address, block) on its
+// datanode's disk.
+func flipByteAt(t *testing.T, c *clustertest.Procs, damaged [2]any) {
+	t.Helper()
 	var dir string
 	for _, d := range c.DNs {
 		if d.Addr == damaged[0].(string) {
@@ -494,7 +501,6 @@ func flipReplicaByte(t *testing.T, c *clustertest.Procs, cl *client.Client, p st
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
 	}
-	return damaged
 }
 
 // awaitReplaced polls until block idx of p has two replicas, neither the
