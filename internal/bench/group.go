@@ -176,38 +176,13 @@ func startBenchGroup(ctx context.Context, plasma, dir string, n int) (*benchGrou
 			return nil, err
 		}
 	}
-	vol := filepath.Join(dir, "vol")
-	if out, err := exec.Command(plasma, "datanode", "init", "-fallocate", "-dir", vol, "-cluster", benchCluster, "-blocksize", benchBlocksize, "-size", "64M").CombinedOutput(); err != nil {
-		g.stop()
-		return nil, fmt.Errorf("datanode init: %v: %s", err, out)
-	}
-	dnAddr, err := freeLoopback()
+	dn, err := startBenchDatanode(ctx, plasma, dir, g.addrs, g.cfg, logf, 60*time.Second)
+	g.dn = dn
 	if err != nil {
 		g.stop()
-		return nil, err
+		return nil, fmt.Errorf("the namenode group does not serve: %w", err)
 	}
-	g.dn = exec.Command(plasma, "datanode", "-dir", vol, "-listen", dnAddr, "-namenode", strings.Join(g.addrs, ","), "-security", "none", "-namenode-security", "none", "-log-level", "warn")
-	g.dn.Stdout, g.dn.Stderr = logf, logf
-	if err := g.dn.Start(); err != nil {
-		g.stop()
-		return nil, fmt.Errorf("start the datanode: %w", err)
-	}
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		c, err := client.New(ctx, g.cfg)
-		if err == nil {
-			st, err := c.FsStat(ctx)
-			c.Close()
-			if err == nil && st.LiveDatanodes == 1 {
-				return g, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			g.stop()
-			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("the namenode group does not serve with its datanode live after 60 s (%v):\n%s", err, log)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for processes to start
-	}
+	return g, nil
 }
 
 // failovers kills the leader n times, each time measuring until a client

@@ -152,40 +152,13 @@ func startBenchNamenode(ctx context.Context, plasma, dir string, metrics bool) (
 	if err := nn.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the namenode (-plasma %s): %w", plasma, err)
 	}
-	// A create needs a live datanode (the file's replication), though
-	// empty files store nothing on it.
-	vol := filepath.Join(dir, "vol")
-	if out, err := exec.Command(plasma, "datanode", "init", "-fallocate", "-dir", vol, "-cluster", benchCluster, "-blocksize", benchBlocksize, "-size", "64M").CombinedOutput(); err != nil {
-		nn.stop()
-		return nil, fmt.Errorf("datanode init: %v: %s", err, out)
-	}
-	dnAddr, err := freeLoopback()
+	dn, err := startBenchDatanode(ctx, plasma, dir, []string{addr}, nn.cfg, logf, 30*time.Second)
+	nn.dn = dn
 	if err != nil {
 		nn.stop()
-		return nil, err
+		return nil, fmt.Errorf("the namenode started with %s at %s: %w", plasma, addr, err)
 	}
-	nn.dn = exec.Command(plasma, "datanode", "-dir", vol, "-listen", dnAddr, "-namenode", addr, "-security", "none", "-namenode-security", "none", "-log-level", "warn")
-	nn.dn.Stdout, nn.dn.Stderr = logf, logf
-	if err := nn.dn.Start(); err != nil {
-		nn.stop()
-		return nil, fmt.Errorf("start the datanode: %w", err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := client.New(ctx, nn.cfg)
-		if err == nil {
-			st, err := c.FsStat(ctx)
-			c.Close()
-			if err == nil && st.LiveDatanodes == 1 {
-				return nn, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			nn.stop()
-			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("the namenode started with %s does not answer at %s with its datanode live after 30 s (%v):\n%s", plasma, addr, err, log)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for a process to listen
-	}
+	return nn, nil
 }
 
 func (nn *benchNamenode) stop() {
