@@ -15,29 +15,7 @@ import (
 // the datanodes' block maps, the transaction's allocations and its
 // user's charge as they were; all the free space can then be allocated.
 func TestFailedAllocationTakesNothing(t *testing.T) {
-	store, err := meta.OpenSQLite(filepath.Join(t.TempDir(), "nn.db"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c := &meta.Change{
-		PutNodes: []meta.Datanode{
-			{ID: 1, Identity: "dn1", Blocks: 40, Enabled: true},
-			{ID: 2, Identity: "dn2", Blocks: 40, Enabled: true},
-		},
-		PutInodes:  []meta.Inode{{Ino: 2, Type: meta.TypeFile, Mode: 0o644, User: "root", Group: "root", Nlink: 1, Rep: 2}},
-		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: rootIno, Name: "f"}, Ino: 2}},
-		InoLimit:   100,
-	}
-	if err := store.Apply(t.Context(), []*meta.Change{c}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := New(Config{Cluster: "test", Blocksize: 64 << 10, Store: store, UserAllocLimit: 1000,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := newTwoNodeNamenode(t, 1000)
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -93,4 +71,36 @@ func TestFailedAllocationTakesNothing(t *testing.T) {
 	if used() != 80 {
 		t.Fatalf("%d blocks used, want all 80", used())
 	}
+}
+
+// newTwoNodeNamenode is a namenode (closed with the test) on a store with
+// two datanodes of 40 blocks, not registered, and file /f (inode 2,
+// replication 2); userAllocLimit is its -user-alloc-limit in blocks (0:
+// the default).
+func newTwoNodeNamenode(t *testing.T, userAllocLimit uint64) *Namenode {
+	t.Helper()
+	store, err := meta.OpenSQLite(filepath.Join(t.TempDir(), "nn.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	c := &meta.Change{
+		PutNodes: []meta.Datanode{
+			{ID: 1, Identity: "dn1", Blocks: 40, Enabled: true},
+			{ID: 2, Identity: "dn2", Blocks: 40, Enabled: true},
+		},
+		PutInodes:  []meta.Inode{{Ino: 2, Type: meta.TypeFile, Mode: 0o644, User: "root", Group: "root", Nlink: 1, Rep: 2}},
+		PutEntries: []meta.Entry{{EntryKey: meta.EntryKey{Parent: rootIno, Name: "f"}, Ino: 2}},
+		InoLimit:   100,
+	}
+	if err := store.Apply(t.Context(), []*meta.Change{c}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(Config{Cluster: "test", Blocksize: 64 << 10, Store: store, UserAllocLimit: userAllocLimit,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
 }
