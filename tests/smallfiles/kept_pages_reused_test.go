@@ -65,7 +65,7 @@ func TestFreedWholeBlocksReusedInPlace(t *testing.T) {
 // TestNearlyFullVolumeWritesOverKeptPages: two sparse datanodes of 16 MiB
 // keep the pages of a deleted 12 MiB file (replication 2); 12 MiB of small
 // files then fit (no ENOSPC: kept pages count as free) and read back
-// byte-exact, and no volume's disk ever holds more than its capacity: once
+// byte-exact (from the data files directly and through the datanodes), and no volume's disk ever holds more than its capacity: once
 // the free bytes that are not kept run short, blocks go into kept slots,
 // whose pages past a block's data are punched (no slot has pages past its
 // entry's, so the deleted file's bytes are gone from every slot reused).
@@ -88,7 +88,10 @@ func TestNearlyFullVolumeWritesOverKeptPages(t *testing.T) {
 	if n, err := tr.write(ctx, cl, 2, 2, 10); err != nil {
 		t.Fatalf("%d bytes of small files (in pages) on volumes of %d keeping %d of a deleted file: after %d files: %v", pages, capacity, big, n, err)
 	}
-	tr.check(t, ctx, cl, 2)
+	tr.check(t, ctx, cl, 2) // short-circuit: the volumes' data files read directly
+	remote := c.Client(client.Config{NoShortCircuit: true})
+	defer remote.Close()
+	tr.check(t, ctx, remote, 2) // through the datanodes
 	for _, p := range c.DNs {
 		v := readVolume(t, p.Dir)
 		if v.held+v.kept > capacity || v.onDisk > capacity || len(v.pastData) > 0 {
