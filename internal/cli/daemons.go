@@ -193,7 +193,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if _, err := os.Stat(logPath); err == nil && *format {
 		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
 	}
-	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
+	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format || grp.createsDB(*db), AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
 	if err != nil {
 		return err
 	}

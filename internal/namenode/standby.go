@@ -59,7 +59,7 @@ func (s *Standby) Close() {
 }
 
 func (s *Standby) handleSafely(_ *conn, q *wire.Request) (*wire.Response, error) {
-	if q.Op == wire.OpNamenodes {
+	if q.Op == wire.OpNamenodes && q.Path == "" { // a change of members goes to the leader
 		return s.g.status(), nil
 	}
 	return s.notLeader(), nil
