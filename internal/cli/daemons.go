@@ -220,10 +220,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits}
 	if grp.enabled() {
-		if *adminAddr.listen != "" {
-			return usagef("-admin-listen is not supported with -peers yet")
-		}
-		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg)
+		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg, adminAddr, *dnAdmin)
 		storeFailed = failed
 		return err
 	}

@@ -67,7 +67,7 @@ func (g groupOpts) createsDB(db string) bool {
 // runGroupMember runs this namenode as a group member until ctx ends or
 // its store fails (failed: the store's state is unknown, leave it
 // unclosed).
-func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logPath string, cfg namenode.Config) (failed bool, err error) {
+func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logPath string, cfg namenode.Config, admin adminFlags, dnAdmin string) (failed bool, err error) {
 	listenSet := false
 	f.Visit(func(fl *flag.Flag) { listenSet = listenSet || fl.Name == "listen" })
 	if *g.join != "" {
@@ -131,6 +131,21 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 	if err != nil {
 		return false, err
 	}
+	// The admin port serves the member's place in the group, and the
+	// namenode's metrics and status page while it leads.
+	mm := namenode.NewMemberMetrics(grp)
+	dm, err := startAdmin(admin, "namenode", cfg.Credential, log, mm)
+	if err != nil {
+		grp.Close()
+		return false, err
+	}
+	defer dm.Close()
+	pageStop := make(chan struct{})
+	defer close(pageStop)
+	if err := dm.serveStatus(mm.Status, dnAdmin, pageStop); err != nil {
+		grp.Close()
+		return false, err
+	}
 	ln, err := net.Listen("tcp", self.Addr)
 	if err != nil {
 		grp.Close()
@@ -170,7 +185,10 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 		log.Info("leading the namenode group: serving", "addr", self.Addr, "group", grp.ID())
 		errc := make(chan error, 1)
 		go func() { errc <- nn.Serve(shared.View()) }()
-		if done, failed, err := leadUntilLost(ctx, grp, nn, errc, fatalc); done {
+		mm.Lead(nn)
+		done, failed, err := leadUntilLost(ctx, grp, nn, errc, fatalc)
+		mm.Lead(nil)
+		if done {
 			return failed, err
 		}
 		log.Warn("no longer the leader of the namenode group: answering 'not the leader' again")
