@@ -252,6 +252,9 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 	if g.logs, err = openRaftLogs(cfg.Dir, g.state); err != nil {
 		g.ckpt.stop()
 		g.state.Close()
+		if errors.Is(err, errRaftLogLost) {
+			return nil, fmt.Errorf("%w: %s", err, lostStateAdvice(cfg.Dir, gf.Group, gf.Self))
+		}
 		return nil, err
 	}
 	if err := g.start(); err != nil {
@@ -292,10 +295,7 @@ func checkGroupFile(cfg GroupConfig, namespace string, logSeq uint64) (groupFile
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "raft.db")); errors.Is(err, os.ErrNotExist) {
 		// Its votes and log are gone: started afresh it could vote twice
 		// in a term, or help elect a leader lacking commits it had.
-		return groupFile{}, fmt.Errorf("%s: this member's Raft log (raft.db) is gone: it must not vote with what it lost. "+
-			"It comes back as a new member: remove it from the group ('plasma admin namenode remove %s'), move %s away, "+
-			"start it with -join %s -id %s (no -peers), then add it ('plasma admin namenode add %s ADDR'): the leader seeds it with a copy of its store",
-			cfg.Dir, gf.Self, cfg.Dir, gf.Group, gf.Self, gf.Self)
+		return groupFile{}, fmt.Errorf("%s: this member's Raft log (raft.db) is gone: %s", cfg.Dir, lostStateAdvice(cfg.Dir, gf.Group, gf.Self))
 	}
 	members := gf.Members
 	if members == nil {
@@ -319,6 +319,13 @@ func checkGroupFile(cfg GroupConfig, namespace string, logSeq uint64) (groupFile
 			path, gf.Group, gf.Namespace, namespace)
 	}
 	return gf, nil
+}
+
+// lostStateAdvice says how a member that lost its Raft state comes back.
+func lostStateAdvice(dir, group, self string) string {
+	return fmt.Sprintf("it must not vote with what it lost. It comes back as a new member: remove it from the group ('plasma admin namenode remove %s'), move %s away, "+
+		"start it with -join %s -id %s (no -peers), then add it ('plasma admin namenode add %s ADDR'): the leader seeds it with a copy of its store",
+		self, dir, group, self, self)
 }
 
 // writeGroupFile records gf in dir, durably.
@@ -691,8 +698,11 @@ func (s *groupStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	return c, nil
 }
 
-// opNamenodes tells this namenode's place in its group; a namenode
-// without a group is "single".
+// opNamenodes tells this namenode's place in its group (Paths: id, role,
+// leader's address, group id, then the members id=addr; Counters: term,
+// applied, last and commit index); a namenode without a group is
+// "single". With Path "add" or "remove" it changes the group's members
+// (groupmembers.go).
 func (n *Namenode) opNamenodes(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
 	if q.Path != "" {
 		return n.opMembers(c, q) // groupmembers.go
