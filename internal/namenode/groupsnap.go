@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
+	"sync"
 
 	"github.com/hashicorp/raft"
 
@@ -53,10 +53,19 @@ type seedHeader struct {
 const positionSize = 8
 
 // groupSnapshots is the member's snapshot store: raft's file store, whose
-// Open turns the member's own snapshot into a seed.
+// Open turns the member's own snapshot into a seed. The seed of the newest
+// snapshot is kept (one file) while it is the newest: the library opens
+// the snapshot again at every retry to a member that cannot take it yet
+// (down, or failing), and a copy of the store each time would cost the
+// leader a whole database's reads and writes every few seconds.
 type groupSnapshots struct {
 	*raft.FileSnapshotStore
 	g *Group
+
+	mu       sync.Mutex
+	seedID   string // the snapshot whose seed is kept
+	seedPath string // its copy of the store
+	seedHdr  []byte // its header
 }
 
 // Open returns snapshot id to send it to a follower (or to restore a
@@ -73,7 +82,31 @@ func (s *groupSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("namenode group snapshot %s: %w", id, err)
 	}
-	return s.g.makeSeed(m, binary.BigEndian.Uint64(b[:]))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seedID != m.ID {
+		path, hdr, err := s.g.makeSeed(m, binary.BigEndian.Uint64(b[:]))
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.seedPath != "" {
+			os.Remove(s.seedPath)
+		}
+		s.seedID, s.seedPath, s.seedHdr = m.ID, path, hdr
+	}
+	f, err := os.Open(s.seedPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("namenode group: seed: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("namenode group: seed: %w", err)
+	}
+	out := *m
+	out.Size = int64(len(s.seedHdr)) + fi.Size()
+	s.g.cfg.Logger.Info("namenode group: sending a copy of the store to a member too far behind for the log", "entry", m.Index, "bytes", out.Size)
+	return &out, &seedFile{Reader: io.MultiReader(bytes.NewReader(s.seedHdr), f), f: f}, nil
 }
 
 // seedFile is the stream of a seed: its header, then the copy of the
@@ -86,39 +119,27 @@ type seedFile struct {
 func (s *seedFile) Close() error { return s.f.Close() }
 
 // makeSeed copies the store (holding at least log position seq, the
-// snapshot m's) into a seed.
-func (g *Group) makeSeed(m *raft.SnapshotMeta, seq uint64) (*raft.SnapshotMeta, io.ReadCloser, error) {
+// snapshot m's) into a file of dir, and returns it with its header.
+func (g *Group) makeSeed(m *raft.SnapshotMeta, seq uint64) (path string, header []byte, err error) {
 	st, ok := g.cfg.Store.(meta.Seeder)
 	if !ok {
-		return nil, nil, errors.New("this member's metadata store cannot copy itself to seed a new member (PostgreSQL): give the new member a copy of the database made with 'plasma admin backup'")
+		return "", nil, errors.New("this member's metadata store cannot copy itself to seed a new member (PostgreSQL): give the new member a copy of the database made with 'plasma admin backup'")
 	}
-	tmp := filepath.Join(g.cfg.Dir, fmt.Sprintf("seed-%d-%d.db", m.Index, time.Now().UnixNano()))
-	pos, err := st.BackupAt(tmp)
-	if err != nil {
-		return nil, nil, fmt.Errorf("namenode group: copy the store to seed a member: %w", err)
-	}
-	f, err := os.Open(tmp)
-	os.Remove(tmp)
-	if err != nil {
-		return nil, nil, fmt.Errorf("namenode group: %w", err)
-	}
-	fi, err := f.Stat()
+	path = filepath.Join(g.cfg.Dir, "seed-"+m.ID+".db")
+	os.Remove(path) // a crash's, or an earlier term's
+	pos, err := st.BackupAt(path)
 	if err == nil && pos < seq {
+		os.Remove(path)
 		err = fmt.Errorf("the store holds the log through position %d, short of the snapshot's %d", pos, seq)
 	}
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("namenode group: seed: %w", err)
+		return "", nil, fmt.Errorf("namenode group: copy the store to seed a member: %w", err)
 	}
 	g.fmu.Lock()
 	h := seedHeader{Group: g.file.Group, Namespace: g.file.Namespace, Base: g.file.Base, Seq: pos}
 	g.fmu.Unlock()
 	hb, _ := json.Marshal(h)
-	hb = append(append([]byte(seedMagic), hb...), '\n')
-	out := *m
-	out.Size = int64(len(hb)) + fi.Size()
-	g.cfg.Logger.Info("namenode group: sending a copy of the store to a member too far behind for the log", "entry", m.Index, "position", pos, "bytes", out.Size)
-	return &out, &seedFile{Reader: io.MultiReader(bytes.NewReader(hb), f), f: f}, nil
+	return path, append(append([]byte(seedMagic), hb...), '\n'), nil
 }
 
 // removeSeedLeftovers removes copies a crash left in dir.

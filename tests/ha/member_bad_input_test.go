@@ -17,6 +17,10 @@ func TestMemberChangesRefuseBadInput(t *testing.T) {
 	g := startGroup(t, 3, 0)
 	other := g.joinMember("4", "0123456789abcdef") // waits to join another group
 	g.members = g.members[:3]                      // not one of this group's
+	defer func() {
+		other.cmd.Process.Kill()
+		<-other.done
+	}()
 	l := g.leader()
 	f := g.follower()
 	for _, tc := range []struct {
