@@ -29,8 +29,9 @@ func adminNamenode(ctx context.Context, args []string) error {
                voting members left that answer would be fewer than a majority (the
                group could commit nothing). The leader is not removed: it hands the
                leadership to another member, and you run the command again. Stop
-               the removed namenode afterwards; it refuses to start again with its
-               old state (it can come back as a new member with -join).
+               the removed namenode afterwards (it is not told: the group just stops
+               talking to it); it comes back as a new member, with -join, after its
+               group directory (DB.group) is moved away.
 To replace a dead member: start the new one with -join, add it, then remove the
 dead one. A member whose disk lost its Raft state comes back the same way.`, true)
 	return withClient(ctx, f, args, 2, 3, func(c *client.Client) error {
@@ -58,10 +59,13 @@ dead one. A member whose disk lost its Raft state comes back the same way.`, tru
 // its group, term, applied index and lag behind the leader's commit index.
 func adminNamenodes(ctx context.Context, args []string) error {
 	f := newFlags("admin namenodes", "[-json]", `Show each namenode of the cluster's list (-namenode h1:p,h2:p, ~/.plasmafs): its id and
-role in its namenode group (leader, follower, candidate; single without a group), the Raft
-term, the last log entry it applied and its lag behind the leader's commit index.
+role in its namenode group (leader, follower, candidate; nonvoter while it catches up after
+'plasma admin namenode add', joining before, removed after 'remove'; single without a group),
+the Raft term, the last log entry it applied and its lag behind the leader's commit index,
+and the group's id (what a new member's -join names). Members that the listed namenodes
+name but the list lacks (added since) are asked too.
 Works without a leader (below a majority, during an election).`, true)
-	out := newPrinter(f, "a JSON array of {addr, id, role, leader, term, applied, commit, lag, error}")
+	out := newPrinter(f, "a JSON array of {addr, id, role, leader, term, applied, commit, lag, group, error}")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -88,12 +92,13 @@ Works without a leader (below a majority, during an election).`, true)
 		Applied uint64 `json:"applied"`
 		Commit  uint64 `json:"commit"`
 		Lag     uint64 `json:"lag"`
+		Group   string `json:"group,omitempty"`
 		Error   string `json:"error,omitempty"`
 	}
 	var rows []row
 	down := 0
 	for _, m := range members {
-		r := row{Addr: m.Addr, ID: m.ID, Role: m.Role, Leader: m.Leader, Term: m.Term, Applied: m.Applied, Commit: m.Commit}
+		r := row{Addr: m.Addr, ID: m.ID, Role: m.Role, Leader: m.Leader, Term: m.Term, Applied: m.Applied, Commit: m.Commit, Group: m.Group}
 		if m.Err != nil {
 			r.Role, r.Error = "unreachable", oneLine(m.Err)
 			down++
@@ -103,6 +108,13 @@ Works without a leader (below a majority, during an election).`, true)
 		rows = append(rows, r)
 	}
 	err = out.item(rows, func(w io.Writer) {
+		groups := map[string]bool{}
+		for _, r := range rows {
+			if r.Group != "" && !groups[r.Group] {
+				groups[r.Group] = true
+				fmt.Fprintf(w, "namenode group %s\n", r.Group)
+			}
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ADDR\tID\tROLE\tTERM\tAPPLIED\tLAG\tLEADER")
 		for _, r := range rows {

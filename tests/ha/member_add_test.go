@@ -1,6 +1,8 @@
 package ha
 
 import (
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -10,7 +12,8 @@ import (
 // member always starts from a copy) and catches up from the log. Once
 // added it votes: a group of 4 needs 3, so with an old follower killed
 // the group commits only with the new member's votes. Its own database
-// then holds every acknowledged commit.
+// then holds every acknowledged commit, and every member's group file
+// lists it.
 func TestMemberAddedUnderLoadCatchesUp(t *testing.T) {
 	g := startGroup(t, 3, 0)
 	w := startWriters(g, 4, "add")
@@ -40,4 +43,12 @@ func TestMemberAddedUnderLoadCatchesUp(t *testing.T) {
 	w.waitAcked(t, w.count()+100)
 	acked := w.finish()
 	g.checkHolds(acked, g.without(f)...)
+	// Every member records the members now in its group file (a restart
+	// accepts -peers listing them).
+	for _, x := range g.without(f) {
+		b, err := os.ReadFile(x.db + ".group/group")
+		if err != nil || !strings.Contains(string(b), `"members"`) || !strings.Contains(string(b), m.addr) {
+			t.Errorf("member %s's group file does not list the new member: %v\n%s", x.id, err, b)
+		}
+	}
 }
