@@ -563,6 +563,11 @@ func (g *Group) status() *wire.Response {
 	} else if conf.Servers[i].Suffrage != raft.Voter && role == "follower" {
 		role = "nonvoter" // catching up; 'admin namenode add' makes it a voter
 	}
+	g.fmu.Lock()
+	if g.file.Removed {
+		role = "removed" // told by the leader (groupmembers.go)
+	}
+	g.fmu.Unlock()
 	// Paths[4:]: the members as this member knows them, id=addr.
 	paths := []string{g.cfg.Self, role, g.LeaderAddr(), g.file.Group}
 	for _, p := range peersOf(conf) {

@@ -214,7 +214,43 @@ func (g *Group) RemoveMember(ctx context.Context, id string) error {
 		return g.changeFailed("remove", id, err)
 	}
 	g.cfg.Logger.Info("namenode group: member removed", "id", id)
+	g.tellRemoved(ctx, clientAddr(string(conf.Servers[i].Address)))
 	return nil
+}
+
+// tellRemoved tells a member it was removed (the library stops sending it
+// anything at once, so it would not learn it from the log), so that it
+// says so and refuses to start again with its state. Best effort: a dead
+// member is not told.
+func (g *Group) tellRemoved(ctx context.Context, addr string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := rpc.Dial(ctx, addr, g.cfg.Security, g.cfg.Credential)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	c.Call(ctx, &wire.Request{Op: wire.OpNamenodes, Path: "removed", Pref: []string{g.file.Group}})
+}
+
+// removedByLeader answers a leader telling this member (standing by) it
+// was removed from the group: only a namenode may say so.
+func (g *Group) removedByLeader(who *auth.Identity, q *wire.Request) *wire.Response {
+	if who != nil && who.Role != auth.RoleNamenode {
+		return &wire.Response{Code: wire.ErrCodePerm, Msg: "only the group's leader may tell a member it was removed"}
+	}
+	if len(q.Pref) != 1 || q.Pref[0] != g.file.Group {
+		return &wire.Response{Code: wire.ErrCodeInvalid, Msg: fmt.Sprintf("this member belongs to group %s, not %v", g.file.Group, q.Pref)}
+	}
+	g.fmu.Lock()
+	g.file.Removed = true
+	gf := g.file
+	g.fmu.Unlock()
+	if err := writeGroupFile(g.cfg.Dir, gf); err != nil {
+		return &wire.Response{Code: wire.ErrCodeInternal, Msg: err.Error()}
+	}
+	g.cfg.Logger.Warn("this member was removed from the namenode group ('plasma admin namenode remove'): stop it; it comes back only as a new member (-join)", "group", gf.Group, "id", g.cfg.Self)
+	return g.status()
 }
 
 func (g *Group) changeFailed(what, id string, err error) error {
