@@ -29,9 +29,9 @@ func adminNamenode(ctx context.Context, args []string) error {
                voting members left that answer would be fewer than a majority (the
                group could commit nothing). The leader is not removed: it hands the
                leadership to another member, and you run the command again. Stop
-               the removed namenode afterwards (it is not told: the group just stops
-               talking to it); it comes back as a new member, with -join, after its
-               group directory (DB.group) is moved away.
+               the removed namenode afterwards (a live one is told, and refuses to
+               start again with its state); it comes back as a new member, with
+               -join, after its group directory (DB.group) is moved away.
 To replace a dead member: start the new one with -join, add it, then remove the
 dead one. A member whose disk lost its Raft state comes back the same way.`, true)
 	return withClient(ctx, f, args, 2, 3, func(c *client.Client) error {
