@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/rpc"
@@ -51,10 +52,13 @@ type GroupMember struct {
 	// Applied is the last log entry this member applied; Commit the last
 	// it knows committed, LastIndex the last in its log.
 	Applied, LastIndex, Commit uint64
-	Err                        error // the member could not be asked
+	// Members are the group's members as this one knows them, id=addr.
+	Members []string
+	Err     error // the member could not be asked
 }
 
-// NamenodeGroup asks every namenode of cfg about its group; it needs no
+// NamenodeGroup asks every namenode of cfg about its group, then the
+// members they name that cfg does not list (added since); it needs no
 // leader (it works below a majority too).
 func NamenodeGroup(ctx context.Context, cfg Config) []GroupMember {
 	level, err := auth.ParseLevel(cmp.Or(cfg.Security, "privacy"))
@@ -63,12 +67,24 @@ func NamenodeGroup(ctx context.Context, cfg Config) []GroupMember {
 		cred, err = auth.LoadCredential(cfg.CredentialFile)
 	}
 	var out []GroupMember
-	for _, a := range cfg.Namenodes {
+	asked := map[string]bool{}
+	ask := func(a string) {
+		asked[a] = true
 		m := GroupMember{Addr: a, Err: err}
 		if err == nil {
 			m = askMember(ctx, a, level, cred)
 		}
 		out = append(out, m)
+	}
+	for _, a := range cfg.Namenodes {
+		ask(a)
+	}
+	for i := 0; i < len(out); i++ {
+		for _, p := range out[i].Members {
+			if _, a, ok := strings.Cut(p, "="); ok && a != "" && !asked[a] {
+				ask(a)
+			}
+		}
 	}
 	return out
 }
@@ -94,5 +110,6 @@ func askMember(ctx context.Context, addr string, level auth.Level, cred *auth.Cr
 	}
 	m.ID, m.Role, m.Leader, m.Group = r.Paths[0], r.Paths[1], r.Paths[2], r.Paths[3]
 	m.Term, m.Applied, m.LastIndex, m.Commit = r.Counters[0], r.Counters[1], r.Counters[2], r.Counters[3]
+	m.Members = r.Paths[4:]
 	return m
 }

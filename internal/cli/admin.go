@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | namenodes | datanodes | datanode drain|disable|enable|remove ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
+	register("admin", "user add NAME [-group G[,G...]] [-superuser|-taskserver] [-o FILE] [-dir CLUSTERDIR] | stats [-json] | backup FILE | top | namenodes | namenode add ID ADDR|remove ID | datanodes | datanode drain|disable|enable|remove ID | balance", "administration: issue user credentials, show namenode counters, back up the metadata, watch it live, datanode service states", cmdAdmin)
 }
 
 func currentUser() string {
@@ -51,6 +51,8 @@ func cmdAdmin(ctx context.Context, args []string) error {
   backup FILE     write a consistent copy of the running namenode's metadata
   top             a live view of the namenode's operations, latencies and commits (from its /metrics)
   namenodes       each namenode of a replicated group: role, term, applied index, lag
+  namenode add ID ADDR|remove ID
+                  add a namenode (started with -join) to the group, or take a member out
   datanodes       list the datanodes: state, capacity, used, blocks, last heartbeat, copies, and the replication queue
   datanode drain|disable|enable|remove ID
                   move every replica off a datanode, stop or resume giving it new blocks,

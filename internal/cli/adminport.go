@@ -82,6 +82,11 @@ func (dm *daemonMetrics) Close() {
 // server; links lists datanodes' admin addresses by data address
 // (DATAADDR=ADMINADDR, comma-separated).
 func (dm *daemonMetrics) serveStatusPage(nn *namenode.Namenode, links string, stop <-chan struct{}) error {
+	return dm.serveStatus(nn.Status, links, stop)
+}
+
+// serveStatus serves the status page of the namenode status describes.
+func (dm *daemonMetrics) serveStatus(status func() namenode.Status, links string, stop <-chan struct{}) error {
 	if dm.admin == nil {
 		return nil
 	}
@@ -96,7 +101,7 @@ func (dm *daemonMetrics) serveStatusPage(nn *namenode.Namenode, links string, st
 		}
 		m[data] = admin
 	}
-	p := statuspage.New(statuspage.Source{Status: nn.Status, Gatherer: dm.Registry, Recent: recentLog, DatanodeAdmin: m})
+	p := statuspage.New(statuspage.Source{Status: status, Gatherer: dm.Registry, Recent: recentLog, DatanodeAdmin: m})
 	go p.Run(stop, statuspage.SampleEvery)
 	dm.admin.Mux.Handle("/", p)
 	return nil

@@ -193,7 +193,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if _, err := os.Stat(logPath); err == nil && *format {
 		return fmt.Errorf("%s exists: it is the commit log of another namespace; move it away before formatting a new one", logPath)
 	}
-	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format, AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
+	store, err := meta.Open(ctx, *db, meta.OpenOptions{Relaxed: *relaxed, Format: *format || grp.createsDB(*db), AcceptLostWAL: *acceptLostWAL, Upgrade: *upgrade})
 	if err != nil {
 		return err
 	}
@@ -220,10 +220,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits}
 	if grp.enabled() {
-		if *adminAddr.listen != "" {
-			return usagef("-admin-listen is not supported with -peers yet")
-		}
-		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg)
+		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg, adminAddr, *dnAdmin)
 		storeFailed = failed
 		return err
 	}

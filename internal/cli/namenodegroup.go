@@ -23,6 +23,9 @@ type groupOpts struct {
 	id       *string
 	dir      *string
 	election *time.Duration
+	join     *string
+	keep     *int
+	snapInt  *time.Duration
 }
 
 func groupFlags(f *flags) groupOpts {
@@ -34,17 +37,48 @@ func groupFlags(f *flags) groupOpts {
 		id:       f.String("id", "", "with -peers: this member's id in the list"),
 		dir:      f.String("group-dir", "", "with -peers: the member's Raft log and group record (default: the database's path + \".group\")"),
 		election: f.durationRange("election-timeout", 2*time.Second, 100*time.Millisecond, time.Minute, "with -peers: followers elect a new leader after this long without hearing from it"),
+		keep: f.intRange("log-keep", 1<<16, 16, 1<<30, "with -peers or -join: Raft log entries (batches of commits) kept behind a snapshot of the store: a member that\n"+
+			"missed more catches up from a copy of the leader's database (sent whole) instead of the log; a snapshot\n"+
+			"is taken every quarter as many entries"),
+		snapInt: f.durationRange("snapshot-interval", 2*time.Minute, 10*time.Millisecond, 24*time.Hour, "with -peers or -join: how often a member checks whether to take a snapshot (see -log-keep)"),
+		join: f.String("join", "", "join the running namenode group of this id ('plasma admin namenodes' shows it) as a new member, with -id\n"+
+			"and -listen (no -peers): the member waits until 'plasma admin namenode add ID ADDR' adds it, and the leader\n"+
+			"seeds its database (-db, created if missing) with a copy of its own. Also how a member that lost its\n"+
+			"Raft state comes back (after 'plasma admin namenode remove ID')"),
 	}
 }
 
-func (g groupOpts) enabled() bool { return *g.peers != "" }
+func (g groupOpts) enabled() bool { return *g.peers != "" || *g.join != "" }
+
+// createsDB tells whether the database is made here: a member joining a
+// group gets a new one when it has none (the leader's copy replaces it).
+func (g groupOpts) createsDB(db string) bool {
+	if *g.join == "" {
+		return false
+	}
+	local := meta.LocalPath(db)
+	if local == "" {
+		return false
+	}
+	_, err := os.Stat(local)
+	return errors.Is(err, os.ErrNotExist)
+}
 
 // runGroupMember runs this namenode as a group member until ctx ends or
 // its store fails (failed: the store's state is unknown, leave it
 // unclosed).
-func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logPath string, cfg namenode.Config) (failed bool, err error) {
+func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logPath string, cfg namenode.Config, admin adminFlags, dnAdmin string) (failed bool, err error) {
 	listenSet := false
 	f.Visit(func(fl *flag.Flag) { listenSet = listenSet || fl.Name == "listen" })
+	if *g.join != "" {
+		if *g.peers != "" {
+			return false, usagef("-join and -peers: a member joining a running group learns its members from the leader; give -join, -id and -listen only")
+		}
+		if *g.id == "" || strings.ContainsAny(*g.id, "=, ") {
+			return false, usagef("-join needs -id, this member's id (a name without '=', ',' or spaces, not used by another member)")
+		}
+		*g.peers = *g.id + "=" + listen
+	}
 	peers, err := namenode.ParsePeers(*g.peers)
 	if err != nil {
 		return false, usagef("-peers: %v", err)
@@ -84,7 +118,10 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 		}
 	}
 	fatalc := make(chan error, 1)
-	grp, err := namenode.OpenGroup(namenode.GroupConfig{Self: self.ID, Peers: peers, Dir: dir, Store: cfg.Store,
+	// Directory leases granted by earlier leaders may be live.
+	cfg.Fresh = false
+	grp, err := namenode.OpenGroup(namenode.GroupConfig{Self: self.ID, Peers: peers, Dir: dir, Store: cfg.Store, Join: *g.join,
+		Security: cfg.Security, Credential: cfg.Credential, KeepEntries: uint64(*g.keep), SnapshotInterval: *g.snapInt,
 		ElectionTimeout: *g.election, Logger: log, Fatal: func(err error) {
 			select {
 			case fatalc <- err:
@@ -92,6 +129,21 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 			}
 		}})
 	if err != nil {
+		return false, err
+	}
+	// The admin port serves the member's place in the group, and the
+	// namenode's metrics and status page while it leads.
+	mm := namenode.NewMemberMetrics(grp)
+	dm, err := startAdmin(admin, "namenode", cfg.Credential, log, mm)
+	if err != nil {
+		grp.Close()
+		return false, err
+	}
+	defer dm.Close()
+	pageStop := make(chan struct{})
+	defer close(pageStop)
+	if err := dm.serveStatus(mm.Status, dnAdmin, pageStop); err != nil {
+		grp.Close()
 		return false, err
 	}
 	ln, err := net.Listen("tcp", self.Addr)
@@ -133,7 +185,10 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 		log.Info("leading the namenode group: serving", "addr", self.Addr, "group", grp.ID())
 		errc := make(chan error, 1)
 		go func() { errc <- nn.Serve(shared.View()) }()
-		if done, failed, err := leadUntilLost(ctx, grp, nn, errc, fatalc); done {
+		mm.Lead(nn)
+		done, failed, err := leadUntilLost(ctx, grp, nn, errc, fatalc)
+		mm.Lead(nil)
+		if done {
 			return failed, err
 		}
 		log.Warn("no longer the leader of the namenode group: answering 'not the leader' again")

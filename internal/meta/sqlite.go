@@ -691,6 +691,11 @@ func (s *SQLite) Sync() error {
 func (s *SQLite) Backup(dst string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.backupLocked(dst)
+}
+
+// backupLocked is Backup, s.mu held.
+func (s *SQLite) backupLocked(dst string) error {
 	if ok, err := fileExists(dst); err != nil || ok {
 		if err == nil {
 			err = fs.ErrExist

@@ -3,7 +3,6 @@ package namenode
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -106,6 +105,21 @@ type GroupConfig struct {
 	// Fatal is called when the store fails while applying committed
 	// entries: the member must stop (a restart reloads what is durable).
 	Fatal func(error)
+	// KeepEntries is how many log entries a member keeps behind its
+	// snapshot (a member that missed more gets a copy of the leader's
+	// store); it snapshots every quarter as many entries, checking every
+	// SnapshotInterval. Defaults 65,536 and 2 minutes.
+	KeepEntries      uint64
+	SnapshotInterval time.Duration
+	// Join is the id of a running group this member joins as a new
+	// member (Peers then lists only this member): it waits until the
+	// leader adds it ('plasma admin namenode add') and seeds its store
+	// with a copy of the leader's (groupsnap.go).
+	Join string
+	// Security and Credential are how this member asks others (its
+	// peers at formation, a member being added) about their group.
+	Security   auth.Level
+	Credential *auth.Credential
 }
 
 // groupFile is what a member records of its group at its first start;
@@ -119,11 +133,24 @@ type groupFile struct {
 	// Base is the store's commit-log position when the group was formed:
 	// the store records Raft entry i as log position Base+i.
 	Base uint64 `json:"base"`
+	// Members are the group's members as this member last applied a
+	// change of them ('plasma admin namenode add/remove'); none: Peers.
+	Members []Peer `json:"members,omitempty"`
+	// Joined: this member joined a running group as a new member
+	// (Peers lists only itself); AwaitingSeed: its store has not been
+	// seeded with a copy of the leader's yet (Namespace and Base are
+	// unknown until then).
+	Joined       bool `json:"joined,omitempty"`
+	AwaitingSeed bool `json:"awaiting_seed,omitempty"`
+	// Removed: a change of members removed this member; it must not
+	// start again with this state.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // Group is this process's membership in a namenode group.
 type Group struct {
 	cfg   GroupConfig
+	fmu   sync.Mutex // guards file, changed by the FSM (members, seeding)
 	file  groupFile
 	raft  *raft.Raft
 	state *raftStore // term and vote (raft.db)
@@ -188,7 +215,7 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 		cfg.ElectionTimeout = 2 * time.Second
 	}
 	self := slices.IndexFunc(cfg.Peers, func(p Peer) bool { return p.ID == cfg.Self })
-	if self < 0 {
+	if self < 0 || cfg.Join != "" && len(cfg.Peers) != 1 {
 		return nil, fmt.Errorf("-id %s is not among the peers (%s)", cfg.Self, formatPeers(cfg.Peers))
 	}
 	ns := ""
@@ -202,10 +229,14 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("namenode group state: %w", err)
 	}
+	if err := checkNoRunningGroup(cfg, ns, snap.LogSeq); err != nil {
+		return nil, err
+	}
 	gf, err := checkGroupFile(cfg, ns, snap.LogSeq)
 	if err != nil {
 		return nil, err
 	}
+	removeSeedLeftovers(cfg.Dir)
 	g := &Group{cfg: cfg, file: gf, leading: make(chan bool, 16), own: map[*byte][]*meta.Change{}}
 	fatal := func(err error) {
 		cfg.Logger.Error("checkpoint store failed while applying the group's log: this member stops; restart it to reload the durable state", "err", err)
@@ -221,6 +252,9 @@ func OpenGroup(cfg GroupConfig) (*Group, error) {
 	if g.logs, err = openRaftLogs(cfg.Dir, g.state); err != nil {
 		g.ckpt.stop()
 		g.state.Close()
+		if errors.Is(err, errRaftLogLost) {
+			return nil, fmt.Errorf("%w: %s", err, lostStateAdvice(cfg.Dir, gf.Group, gf.Self))
+		}
 		return nil, err
 	}
 	if err := g.start(); err != nil {
@@ -243,36 +277,64 @@ func checkGroupFile(cfg GroupConfig, namespace string, logSeq uint64) (groupFile
 		}
 		gf := groupFile{Self: cfg.Self, Peers: cfg.Peers, Namespace: namespace, Base: logSeq}
 		gf.Group = groupID(namespace, cfg.Peers, logSeq)
-		data, _ := json.MarshalIndent(gf, "", "  ")
-		if err := writeFileSynced(path, append(data, '\n')); err != nil {
-			return groupFile{}, fmt.Errorf("record the namenode group: %w", err)
+		if cfg.Join != "" {
+			gf = groupFile{Group: cfg.Join, Self: cfg.Self, Peers: cfg.Peers, Joined: true, AwaitingSeed: true}
+		}
+		if err := writeGroupFile(cfg.Dir, gf); err != nil {
+			return groupFile{}, err
 		}
 		return gf, nil
 	}
 	if err != nil {
 		return groupFile{}, fmt.Errorf("namenode group: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Dir, "raft.db")); errors.Is(err, os.ErrNotExist) {
-		// Its votes and log are gone: started afresh it could vote twice
-		// in a term, or help elect a leader lacking commits it had.
-		return groupFile{}, fmt.Errorf("%s: this member's Raft log (raft.db) is gone: it must not rejoin with what it lost; "+
-			"give it a fresh copy of a current member's database and remove %s (rejoining as a new member is not supported yet)", cfg.Dir, cfg.Dir)
-	}
 	var gf groupFile
 	if err := json.Unmarshal(b, &gf); err != nil {
 		return groupFile{}, fmt.Errorf("namenode group file %s: %w", path, err)
 	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "raft.db")); errors.Is(err, os.ErrNotExist) {
+		// Its votes and log are gone: started afresh it could vote twice
+		// in a term, or help elect a leader lacking commits it had.
+		return groupFile{}, fmt.Errorf("%s: this member's Raft log (raft.db) is gone: %s", cfg.Dir, lostStateAdvice(cfg.Dir, gf.Group, gf.Self))
+	}
+	members := gf.Members
+	if members == nil {
+		members = gf.Peers
+	}
 	switch {
 	case gf.Self != cfg.Self:
 		return gf, fmt.Errorf("%s: this member joined group %s as %s, not as -id %s; start it with its own id", path, gf.Group, gf.Self, cfg.Self)
-	case !samePeers(gf.Peers, cfg.Peers):
-		return gf, fmt.Errorf("%s: group %s has the peers %s, not -peers %s; start every member with the same list (changing members is not supported yet)",
-			path, gf.Group, formatPeers(gf.Peers), formatPeers(cfg.Peers))
-	case gf.Namespace != namespace:
+	case gf.Removed:
+		return gf, fmt.Errorf("%s: this member was removed from group %s ('plasma admin namenode remove'); to bring it back as a new member, move %s away, start it with -join %s -id %s, then 'plasma admin namenode add %s ADDR'",
+			path, gf.Group, cfg.Dir, gf.Group, cfg.Self, cfg.Self)
+	case cfg.Join != "" && cfg.Join != gf.Group:
+		return gf, fmt.Errorf("%s: this member belongs to group %s, not -join %s", path, gf.Group, cfg.Join)
+	case cfg.Join == "" && !samePeers(gf.Peers, cfg.Peers) && !samePeers(members, cfg.Peers):
+		return gf, fmt.Errorf("%s: group %s has the peers %s, not -peers %s; start every member with the same list (the list the group was formed with, or its members now)",
+			path, gf.Group, formatPeers(members), formatPeers(cfg.Peers))
+	case cfg.Join == "" && gf.Joined && !samePeers(members, cfg.Peers):
+		return gf, fmt.Errorf("%s: this member joined group %s as a new member: start it with -join %s (or -peers %s)", path, gf.Group, gf.Group, formatPeers(members))
+	case !gf.AwaitingSeed && gf.Namespace != namespace:
 		return gf, fmt.Errorf("%s: group %s replicates namespace %s, but the database holds namespace %s; give each member a copy of the group's database",
 			path, gf.Group, gf.Namespace, namespace)
 	}
 	return gf, nil
+}
+
+// lostStateAdvice says how a member that lost its Raft state comes back.
+func lostStateAdvice(dir, group, self string) string {
+	return fmt.Sprintf("it must not vote with what it lost. It comes back as a new member: remove it from the group ('plasma admin namenode remove %s'), move %s away, "+
+		"start it with -join %s -id %s (no -peers), then add it ('plasma admin namenode add %s ADDR'): the leader seeds it with a copy of its store",
+		self, dir, group, self, self)
+}
+
+// writeGroupFile records gf in dir, durably.
+func writeGroupFile(dir string, gf groupFile) error {
+	data, _ := json.MarshalIndent(gf, "", "  ")
+	if err := writeFileSynced(filepath.Join(dir, "group"), append(data, '\n')); err != nil {
+		return fmt.Errorf("record the namenode group: %w", err)
+	}
+	return nil
 }
 
 // writeFileSynced writes path through a temporary file, fsync and
@@ -328,16 +390,35 @@ func (g *Group) start() error {
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 256
 	// Entries are batches; a member that missed fewer than this many
-	// catches up from the log (a snapshot here is the checkpoint store,
-	// which is not sent; see groupFSM.Restore).
-	rc.TrailingLogs = 1 << 16
-	rc.SnapshotThreshold = 1 << 14
+	// catches up from the log, one further behind (or new) gets a copy
+	// of the leader's store (groupsnap.go).
+	rc.TrailingLogs = trailingLogs
+	if g.cfg.KeepEntries > 0 {
+		rc.TrailingLogs = g.cfg.KeepEntries
+	}
+	rc.SnapshotThreshold = max(rc.TrailingLogs/4, 1)
+	if g.cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = g.cfg.SnapshotInterval
+	}
 	rc.NotifyCh = g.leading
 	rc.Logger = hl
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(g.cfg.Dir, 2, hl)
+	// A member removed from the group stays up, answering that it was
+	// removed ('plasma admin namenodes'), until its operator stops it.
+	rc.ShutdownOnRemove = false
+	// The store is the member's state: a snapshot of the member's own is
+	// only the position its store holds, and at start-up the store holds
+	// at least that much (a copy received and not yet applied is applied
+	// by seedAtStart).
+	rc.NoSnapshotRestoreOnStart = true
+	files, err := raft.NewFileSnapshotStoreWithLogger(g.cfg.Dir, 2, hl)
 	if err != nil {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: snapshots in %s: %w", g.cfg.Dir, err)
+	}
+	snaps := &groupSnapshots{FileSnapshotStore: files, g: g}
+	if err := g.seedAtStart(snaps); err != nil {
+		g.trans.Close()
+		return err
 	}
 	// The leader reads recent entries to send them to the followers:
 	// from memory.
@@ -351,15 +432,12 @@ func (g *Group) start() error {
 		g.trans.Close()
 		return fmt.Errorf("namenode group: %w", err)
 	}
-	if !has {
-		var servers []raft.Server
-		for _, p := range g.cfg.Peers {
-			ra, _ := RaftAddr(p.Addr)
-			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(ra), Suffrage: raft.Voter})
-		}
+	if !has && !g.file.Joined {
 		// Every member bootstraps with the same configuration, which
-		// the library allows: the first leader's log settles it.
-		if err := raft.BootstrapCluster(rc, logs, g.state, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
+		// the library allows: the first leader's log settles it. (A
+		// member joining a running group starts with none: the leader
+		// sends it a copy of its store and its log.)
+		if err := g.bootstrap(snaps); err != nil {
 			g.trans.Close()
 			return fmt.Errorf("namenode group: bootstrap: %w", err)
 		}
@@ -370,7 +448,11 @@ func (g *Group) start() error {
 		return fmt.Errorf("namenode group: %w", err)
 	}
 	g.raft = r
-	g.cfg.Logger.Info("joined namenode group", "group", g.file.Group, "id", g.cfg.Self, "peers", formatPeers(g.cfg.Peers))
+	if g.file.Joined && g.file.AwaitingSeed {
+		g.cfg.Logger.Info("waiting to be added to namenode group ('plasma admin namenode add')", "group", g.file.Group, "id", g.cfg.Self, "addr", self.Addr)
+		return nil
+	}
+	g.cfg.Logger.Info("joined namenode group", "group", g.file.Group, "id", g.cfg.Self, "members", formatPeers(g.members()))
 	return nil
 }
 
@@ -381,6 +463,20 @@ func (g *Group) peer(id string) (Peer, bool) {
 		}
 	}
 	return Peer{}, false
+}
+
+// clientAddr is the client address of a member whose Raft address is
+// raftAddr (the port before it).
+func clientAddr(raftAddr string) string {
+	host, port, err := net.SplitHostPort(raftAddr)
+	if err != nil {
+		return ""
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 1 {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p-1))
 }
 
 // ID is the group's id.
@@ -396,11 +492,11 @@ func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 // LeaderAddr is the client address of the group's leader as this member
 // knows it ("" if none).
 func (g *Group) LeaderAddr() string {
-	_, id := g.raft.LeaderWithID()
-	if p, ok := g.peer(string(id)); ok {
-		return p.Addr
+	addr, _ := g.raft.LeaderWithID()
+	if addr == "" {
+		return ""
 	}
-	return ""
+	return clientAddr(string(addr))
 }
 
 // Ready returns once this member, the leader, has applied every entry
@@ -457,12 +553,40 @@ func (g *Group) status() *wire.Response {
 		return v
 	}
 	role := strings.ToLower(g.raft.State().String())
-	return &wire.Response{Paths: []string{g.cfg.Self, role, g.LeaderAddr(), g.file.Group},
+	conf := g.configuration()
+	if i := slices.IndexFunc(conf.Servers, func(s raft.Server) bool { return string(s.ID) == g.cfg.Self }); i < 0 {
+		// Not (or no longer) in the group's configuration.
+		role = "removed"
+		if len(conf.Servers) == 0 || g.file.Joined && g.awaitingSeed() {
+			role = "joining"
+		}
+	} else if conf.Servers[i].Suffrage != raft.Voter && role == "follower" {
+		role = "nonvoter" // catching up; 'admin namenode add' makes it a voter
+	}
+	g.fmu.Lock()
+	if g.file.Removed {
+		role = "removed" // told by the leader (groupmembers.go)
+	}
+	g.fmu.Unlock()
+	// Paths[4:]: the members as this member knows them, id=addr.
+	paths := []string{g.cfg.Self, role, g.LeaderAddr(), g.file.Group}
+	for _, p := range peersOf(conf) {
+		paths = append(paths, p.ID+"="+p.Addr)
+	}
+	return &wire.Response{Paths: paths,
 		Counters: []uint64{num("term"), num("applied_index"), num("last_log_index"), num("commit_index")}}
 }
 
-// Members is the number of members of the group.
-func (g *Group) Members() int { return len(g.cfg.Peers) }
+// Members is the number of voting members of the group.
+func (g *Group) Members() int {
+	n := 0
+	for _, s := range g.configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
+}
 
 // WaitStore waits until the store holds every entry applied so far.
 func (g *Group) WaitStore() error { return g.ckpt.waitAll() }
@@ -492,8 +616,17 @@ func (f groupFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if f.g.awaitingSeed() {
+		// A new member gets a copy of the leader's store before any
+		// entry; entries from the group's formation on would be applied
+		// to a store that lacks the formation's state.
+		err := fmt.Errorf("raft log entry %d arrived before a copy of the leader's store: the group's log still holds its formation "+
+			"(a group formed by an earlier version): seed this member from a backup of a current member's database instead", l.Index)
+		f.g.ckpt.fatal(err)
+		return err
+	}
 	c := f.g.ckpt
-	seq := f.g.file.Base + l.Index
+	seq := f.g.base() + l.Index
 	c.mu.Lock()
 	held := seq <= c.last
 	c.mu.Unlock()
@@ -521,64 +654,6 @@ func (f groupFSM) Apply(l *raft.Log) any {
 	c.queue(seq, changes)
 	return nil
 }
-
-// Snapshot: the checkpoint store is the member's snapshot; what Raft
-// keeps is only the log position the store holds durably (once Persist
-// returns), so the log before it can go.
-func (f groupFSM) Snapshot() (raft.FSMSnapshot, error) {
-	c := f.g.ckpt
-	c.mu.Lock()
-	seq := c.last
-	c.mu.Unlock()
-	return groupSnapshot{g: f.g, seq: seq}, nil
-}
-
-// Restore accepts a snapshot the store holds already (this member's own,
-// at start-up). A snapshot from the leader for a member too far behind
-// to catch up from the log is refused: the store is not sent over the
-// network yet; such a member is re-seeded with a copy of a current
-// member's database (docs/design.md).
-func (f groupFSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	var b [8]byte
-	if _, err := io.ReadFull(rc, b[:]); err != nil {
-		return fmt.Errorf("namenode group snapshot: %w", err)
-	}
-	seq := binary.BigEndian.Uint64(b[:])
-	c := f.g.ckpt
-	c.mu.Lock()
-	last := c.last
-	c.mu.Unlock()
-	if seq > last {
-		err := fmt.Errorf("this member's store holds the group's log up to position %d, but the others kept it only from %d on: stop this member, replace its database with a backup of a current member's ('plasma admin backup') and remove %s", last, seq, f.g.cfg.Dir)
-		f.g.cfg.Logger.Error("cannot catch up from the log", "err", err)
-		return err
-	}
-	return nil
-}
-
-type groupSnapshot struct {
-	g   *Group
-	seq uint64
-}
-
-func (s groupSnapshot) Persist(sink raft.SnapshotSink) error {
-	c := s.g.ckpt
-	err := c.wait(s.seq)
-	if err == nil {
-		err = s.g.cfg.Store.(meta.Syncer).Sync()
-	}
-	if err == nil {
-		_, err = sink.Write(binary.BigEndian.AppendUint64(nil, s.seq))
-	}
-	if err != nil {
-		sink.Cancel()
-		return err
-	}
-	return sink.Close()
-}
-
-func (groupSnapshot) Release() {}
 
 // groupStream is the Raft transport's connections, each opened with the
 // group's id, so that members of different groups (a mistyped peer list,
@@ -628,9 +703,15 @@ func (s *groupStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	return c, nil
 }
 
-// opNamenodes tells this namenode's place in its group; a namenode
-// without a group is "single".
-func (n *Namenode) opNamenodes(*conn, *Txn, *auth.Identity, *wire.Request) (*wire.Response, error) {
+// opNamenodes tells this namenode's place in its group (Paths: id, role,
+// leader's address, group id, then the members id=addr; Counters: term,
+// applied, last and commit index); a namenode without a group is
+// "single". With Path "add" or "remove" it changes the group's members
+// (groupmembers.go).
+func (n *Namenode) opNamenodes(c *conn, _ *Txn, _ *auth.Identity, q *wire.Request) (*wire.Response, error) {
+	if q.Path != "" {
+		return n.opMembers(c, q) // groupmembers.go
+	}
 	if n.cfg.Group == nil {
 		return &wire.Response{Paths: []string{"", "single", "", ""}, Counters: []uint64{0, n.appliedSeq, n.appliedSeq, n.appliedSeq}}, nil
 	}

@@ -347,6 +347,10 @@ func (l *raftLog) rewrite(from uint64) error {
 // raftLogFile is the log's file name in the member's directory.
 const raftLogFile = "raft.log"
 
+// errRaftLogLost: raft.log is gone although the member kept its log there
+// (OpenGroup says how the member comes back).
+var errRaftLogLost = errors.New("this member's Raft log is gone")
+
 // raftLogMoved marks, in the stable store, that the log lives in
 // raft.log (not in raft.db's log bucket, where members of the first
 // version kept it): raft.log missing after that is a lost log.
@@ -362,8 +366,7 @@ func openRaftLogs(dir string, stable *raftStore) (*raftLog, error) {
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if len(moved) > 0 {
-			return nil, fmt.Errorf("%s: this member's Raft log is gone: it must not rejoin with what it lost; "+
-				"give it a fresh copy of a current member's database and remove %s", path, dir)
+			return nil, fmt.Errorf("%s: %w", path, errRaftLogLost)
 		}
 		var data []byte
 		var entry []byte

@@ -58,9 +58,12 @@ func (s *Standby) Close() {
 	s.srv.closeAll()
 }
 
-func (s *Standby) handleSafely(_ *conn, q *wire.Request) (*wire.Response, error) {
-	if q.Op == wire.OpNamenodes {
+func (s *Standby) handleSafely(c *conn, q *wire.Request) (*wire.Response, error) {
+	if q.Op == wire.OpNamenodes && q.Path == "" { // a change of members goes to the leader
 		return s.g.status(), nil
+	}
+	if q.Op == wire.OpNamenodes && q.Path == "removed" {
+		return s.g.removedByLeader(c.who, q), nil
 	}
 	return s.notLeader(), nil
 }

@@ -30,6 +30,8 @@ type group struct {
 	dir     string
 	members []*member
 	dns     []*proc
+	// memberArgs are more arguments every member is started with.
+	memberArgs []string
 }
 
 type proc struct {
@@ -77,7 +79,13 @@ func (g *group) start(p *proc, args ...string) {
 // operator does) and starts n members and dns datanodes.
 func startGroup(t *testing.T, n, dns int) *group {
 	t.Helper()
-	g := &group{t: t, bin: clustertest.Binary(t), dir: t.TempDir()}
+	return startGroupWith(t, n, dns)
+}
+
+// startGroupWith is startGroup, every member started with memberArgs too.
+func startGroupWith(t *testing.T, n, dns int, memberArgs ...string) *group {
+	t.Helper()
+	g := &group{t: t, bin: clustertest.Binary(t), dir: t.TempDir(), memberArgs: memberArgs}
 	first := filepath.Join(g.dir, "nn1.db")
 	s, err := meta.OpenSQLiteWith(first, meta.SQLiteOptions{Format: true})
 	if err != nil {
@@ -122,8 +130,8 @@ func (g *group) peers() string {
 
 func (g *group) startMember(m *member, peers string) {
 	g.t.Helper()
-	g.start(&m.proc, "namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id,
-		"-log-level", "warn")
+	g.start(&m.proc, append([]string{"namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id,
+		"-log-level", "warn"}, g.memberArgs...)...)
 }
 
 // addrs is the namenode list clients are given.
@@ -242,7 +250,7 @@ func (g *group) leader() *member {
 }
 
 // waitCaughtUp waits until every running member has applied everything
-// the leader committed.
+// the leader committed (members not running are left out).
 func (g *group) waitCaughtUp() {
 	g.t.Helper()
 	l := g.leader()
@@ -252,7 +260,7 @@ func (g *group) waitCaughtUp() {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for _, m := range g.members {
-		for {
+		for m.running() {
 			st, err := g.status(m)
 			if err == nil && st.applied >= ls.commit {
 				break
