@@ -118,11 +118,13 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 			case <-grp.Leading():
 			}
 		}
-		if err := grp.Ready(); err != nil {
+		term, err := grp.TakeOver()
+		if err != nil {
 			sb.Close()
 			log.Warn("elected but could not take over", "err", err)
 			continue
 		}
+		cfg.Term = term
 		nn, err := namenode.New(cfg)
 		if err != nil {
 			sb.Close()

@@ -30,6 +30,23 @@ type group struct {
 	dir     string
 	members []*member
 	dns     []*proc
+	sec     *groupSecrets // nil: no tickets (data security level none)
+}
+
+// groupOptions varies startGroupWith.
+type groupOptions struct {
+	// Tickets: datanodes check tickets (data security level auth, a
+	// ticket key shared by members and datanodes).
+	Tickets bool
+	// Prepare, if set, is given the formatted database before the
+	// members' copies are made.
+	Prepare func(db string)
+}
+
+// groupSecrets are the credentials and ticket key of a group whose
+// datanodes check tickets.
+type groupSecrets struct {
+	namenode, datanode, user, ticketKey string
 }
 
 type proc struct {
@@ -40,9 +57,10 @@ type proc struct {
 
 type member struct {
 	proc
-	id   string
-	addr string
-	db   string
+	id    string
+	addr  string
+	db    string
+	extra []string // further arguments of every start
 }
 
 func (p *proc) running() bool {
@@ -77,13 +95,24 @@ func (g *group) start(p *proc, args ...string) {
 // operator does) and starts n members and dns datanodes.
 func startGroup(t *testing.T, n, dns int) *group {
 	t.Helper()
+	return startGroupWith(t, n, dns, groupOptions{})
+}
+
+func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
+	t.Helper()
 	g := &group{t: t, bin: clustertest.Binary(t), dir: t.TempDir()}
+	if o.Tickets {
+		g.sec = newGroupSecrets(t, filepath.Join(g.dir, "secrets"))
+	}
 	first := filepath.Join(g.dir, "nn1.db")
 	s, err := meta.OpenSQLiteWith(first, meta.SQLiteOptions{Format: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
+	if o.Prepare != nil {
+		o.Prepare(first)
+	}
 	var peers []string
 	for i := 1; i <= n; i++ {
 		a, err := loopback.FreePair()
@@ -122,8 +151,11 @@ func (g *group) peers() string {
 
 func (g *group) startMember(m *member, peers string) {
 	g.t.Helper()
-	g.start(&m.proc, "namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id,
-		"-log-level", "warn")
+	args := []string{"namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id, "-log-level", "warn"}
+	if g.sec != nil {
+		args = append(args, "-data-security", "auth", "-credential", g.sec.namenode, "-ticket-key", g.sec.ticketKey)
+	}
+	g.start(&m.proc, append(args, m.extra...)...)
 }
 
 // addrs is the namenode list clients are given.
@@ -144,8 +176,14 @@ func (g *group) addDatanode() {
 	}
 	p := &proc{log: vol + ".out"}
 	g.dns = append(g.dns, p)
-	g.start(p, "datanode", "-dir", vol, "-listen", clustertest.FreeAddr(g.t), "-namenode", strings.Join(g.addrs(), ","),
-		"-heartbeat", "100ms", "-log-level", "warn", "-security", "none", "-namenode-security", "none")
+	args := []string{"datanode", "-dir", vol, "-listen", clustertest.FreeAddr(g.t), "-namenode", strings.Join(g.addrs(), ","),
+		"-heartbeat", "100ms", "-log-level", "warn", "-namenode-security", "none"}
+	if g.sec != nil {
+		args = append(args, "-security", "auth", "-credential", g.sec.datanode, "-ticket-key", g.sec.ticketKey)
+	} else {
+		args = append(args, "-security", "none")
+	}
+	g.start(p, args...)
 }
 
 func (g *group) stopAll() {
@@ -177,7 +215,11 @@ func (g *group) kill(m *member) {
 // client connects with the whole namenode list.
 func (g *group) client() *client.Client {
 	g.t.Helper()
-	cl, err := client.New(context.Background(), client.Config{Namenodes: g.addrs(), Security: "none", DataSecurity: "none", User: "root"})
+	cfg := client.Config{Namenodes: g.addrs(), Security: "none", DataSecurity: "none", User: "root"}
+	if g.sec != nil {
+		cfg.DataSecurity, cfg.CredentialFile = "auth", g.sec.user
+	}
+	cl, err := client.New(context.Background(), cfg)
 	if err != nil {
 		g.t.Fatalf("client: %v", err)
 	}
