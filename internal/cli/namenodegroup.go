@@ -23,6 +23,7 @@ type groupOpts struct {
 	id       *string
 	dir      *string
 	election *time.Duration
+	raftDial *string
 }
 
 func groupFlags(f *flags) groupOpts {
@@ -31,8 +32,11 @@ func groupFlags(f *flags) groupOpts {
 			"(their client addresses; each member's Raft traffic uses the next port). Every member starts from a copy\n"+
 			"of the same database ('plasma namenode backup') and is given the same list; the group is recorded\n"+
 			"at the first start and a later start with another list is refused"),
-		id:       f.String("id", "", "with -peers: this member's id in the list"),
-		dir:      f.String("group-dir", "", "with -peers: the member's Raft log and group record (default: the database's path + \".group\")"),
+		id:  f.String("id", "", "with -peers: this member's id in the list"),
+		dir: f.String("group-dir", "", "with -peers: the member's Raft log and group record (default: the database's path + \".group\")"),
+		raftDial: f.String("raft-dial", "", "with -peers: id=host:port,... where this member reaches those peers' Raft ports when not at\n"+
+			"the port after their client addresses (through a proxy, a tunnel or address translation); each member may\n"+
+			"reach the others its own way"),
 		election: f.durationRange("election-timeout", 2*time.Second, 100*time.Millisecond, time.Minute, "with -peers: followers elect a new leader after this long without hearing from it"),
 	}
 }
@@ -64,6 +68,10 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 	if listenSet && listen != self.Addr {
 		return false, usagef("-listen %s differs from this member's address in -peers (%s=%s)", listen, self.ID, self.Addr)
 	}
+	raftDial, err := namenode.ParseRaftDial(*g.raftDial)
+	if err != nil {
+		return false, usagef("-raft-dial: %v", err)
+	}
 	dir := *g.dir
 	if dir == "" {
 		if local := meta.LocalPath(db); local != "" {
@@ -85,7 +93,7 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 	}
 	fatalc := make(chan error, 1)
 	grp, err := namenode.OpenGroup(namenode.GroupConfig{Self: self.ID, Peers: peers, Dir: dir, Store: cfg.Store,
-		ElectionTimeout: *g.election, Logger: log, Fatal: func(err error) {
+		ElectionTimeout: *g.election, RaftDial: raftDial, Logger: log, Fatal: func(err error) {
 			select {
 			case fatalc <- err:
 			default:

@@ -31,6 +31,9 @@ type group struct {
 	members []*member
 	dns     []*proc
 	sec     *groupSecrets // nil: no tickets (data security level none)
+	// links[i][j] carries member i's Raft traffic to member j (nil
+	// unless groupOptions.Links).
+	links map[*member]map[*member]*link
 }
 
 // groupOptions varies startGroupWith.
@@ -41,6 +44,9 @@ type groupOptions struct {
 	// Prepare, if set, is given the formatted database before the
 	// members' copies are made.
 	Prepare func(db string)
+	// Links: members reach each other's Raft ports through links
+	// (partition_test.go), which the test can cut.
+	Links bool
 }
 
 // groupSecrets are the credentials and ticket key of a group whose
@@ -130,6 +136,9 @@ func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
 		peers = append(peers, m.id+"="+m.addr)
 	}
 	t.Cleanup(g.stopAll)
+	if o.Links {
+		g.link()
+	}
 	for _, m := range g.members {
 		g.startMember(m, strings.Join(peers, ","))
 	}
