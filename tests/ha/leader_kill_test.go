@@ -2,8 +2,8 @@ package ha
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
