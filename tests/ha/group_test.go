@@ -34,6 +34,9 @@ type group struct {
 	// links[i][j] carries member i's Raft traffic to member j (nil
 	// unless groupOptions.Links).
 	links map[*member]map[*member]*link
+	// disks holds each member's database and Raft state on a power-cut
+	// filesystem of its own (nil unless groupOptions.PowerCut).
+	disks map[string]*memberDisk
 }
 
 // groupOptions varies startGroupWith.
@@ -47,6 +50,9 @@ type groupOptions struct {
 	// Links: members reach each other's Raft ports through links
 	// (partition_test.go), which the test can cut.
 	Links bool
+	// PowerCut: each member's database and Raft state are on a lossyfs
+	// mount of its own (powercut_test.go), which the test can cut.
+	PowerCut bool
 }
 
 // groupSecrets are the credentials and ticket key of a group whose
@@ -110,7 +116,11 @@ func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
 	if o.Tickets {
 		g.sec = newGroupSecrets(t, filepath.Join(g.dir, "secrets"))
 	}
-	first := filepath.Join(g.dir, "nn1.db")
+	dbPath := func(i int) string { return filepath.Join(g.dir, fmt.Sprintf("nn%d.db", i)) }
+	if o.PowerCut {
+		dbPath = g.mountDisk
+	}
+	first := dbPath(1)
 	s, err := meta.OpenSQLiteWith(first, meta.SQLiteOptions{Format: true})
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +135,12 @@ func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &member{id: strconv.Itoa(i), addr: a, db: filepath.Join(g.dir, fmt.Sprintf("nn%d.db", i))}
-		m.log = m.db + ".out"
+		db := first
+		if i > 1 {
+			db = dbPath(i)
+		}
+		m := &member{id: strconv.Itoa(i), addr: a, db: db}
+		m.log = filepath.Join(g.dir, fmt.Sprintf("nn%d.out", i))
 		if i > 1 {
 			if out, err := exec.Command(g.bin, "namenode", "backup", "-db", first, "-o", m.db).CombinedOutput(); err != nil {
 				t.Fatalf("copy the database: %v: %s", err, out)
@@ -135,6 +149,7 @@ func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
 		g.members = append(g.members, m)
 		peers = append(peers, m.id+"="+m.addr)
 	}
+	g.syncDisks()
 	t.Cleanup(g.stopAll)
 	if o.Links {
 		g.link()
