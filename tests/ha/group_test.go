@@ -53,6 +53,8 @@ type groupOptions struct {
 	// PowerCut: each member's database and Raft state are on a lossyfs
 	// mount of its own (powercut_test.go), which the test can cut.
 	PowerCut bool
+	// MemberArgs are further arguments of every member.
+	MemberArgs []string
 }
 
 // groupSecrets are the credentials and ticket key of a group whose
@@ -139,7 +141,7 @@ func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
 		if i > 1 {
 			db = dbPath(i)
 		}
-		m := &member{id: strconv.Itoa(i), addr: a, db: db}
+		m := &member{id: strconv.Itoa(i), addr: a, db: db, extra: o.MemberArgs}
 		m.log = filepath.Join(g.dir, fmt.Sprintf("nn%d.out", i))
 		if i > 1 {
 			if out, err := exec.Command(g.bin, "namenode", "backup", "-db", first, "-o", m.db).CombinedOutput(); err != nil {
@@ -277,9 +279,15 @@ func (g *group) status(m *member) (memberStatus, error) {
 // leader waits until one running member leads and serves.
 func (g *group) leader() *member {
 	g.t.Helper()
+	return g.leaderAmong(g.members...)
+}
+
+// leaderAmong waits until one running member of ms leads and serves.
+func (g *group) leaderAmong(ms ...*member) *member {
+	g.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, m := range g.members {
+		for _, m := range ms {
 			if !m.running() {
 				continue
 			}
@@ -303,7 +311,7 @@ func (g *group) leader() *member {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition
 	}
-	g.t.Fatalf("no member of the group leads after 60s")
+	g.t.Fatalf("none of the members %v leads after 60s", ms)
 	return nil
 }
 

@@ -158,22 +158,6 @@ func (g *group) heal() {
 	}
 }
 
-// leaderAmong waits until one of ms leads and serves.
-func (g *group) leaderAmong(ms ...*member) *member {
-	g.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range ms {
-			if st, err := g.status(m); err == nil && st.role == "leader" {
-				return m
-			}
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition
-	}
-	g.t.Fatalf("none of the members %v leads after 60s", ms)
-	return nil
-}
-
 // clientOf connects to the namenode at addr alone.
 func (g *group) clientOf(addr string) *client.Client {
 	g.t.Helper()
