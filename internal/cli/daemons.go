@@ -275,8 +275,9 @@ func cmdDatanodeInit(ctx context.Context, args []string) error {
 	f := newFlags("datanode init", "-dir DIR [options]", `Create a datanode volume: a new identity, a config file and a data file.
 A sparse volume (the default) has a slot for every -slot-bytes of its size in a sparse
 data file: a block takes only the pages its data covers, so small files cost what they
-hold. A fixed volume (-layout fixed, or -fallocate) has one preallocated slot per whole
-block: every block, however short, takes a block of the volume.`, false)
+hold; a deleted whole block's pages stay for the next whole block (counted as free, written
+over once space runs short). A fixed volume (-layout fixed, or -fallocate) has one
+preallocated slot per whole block: every block, however short, takes a block of the volume.`, false)
 	dir := f.String("dir", "", "volume directory (required)")
 	cluster := f.String("cluster", "plasma", "cluster name")
 	var bs int64 = 1 << 20

@@ -74,6 +74,11 @@ func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32
 		}
 	}
 	nOld := bs - int(tail)
+	if s.isKept(block) {
+		// Released: no version of it is committed anywhere, and what is
+		// on disk is the previous owner's (keep.go).
+		return fmt.Errorf("%w: block %d of volume %s is empty (released, its pages kept for reuse): copy it instead", ErrChecksum, block, s.Config.Identity)
+	}
 	if have != base {
 		return fmt.Errorf("%w: block %d of volume %s does not hold the version the append extends (checksum %08x, %d bytes): copy it instead", ErrChecksum, block, s.Config.Identity, base, off)
 	}

@@ -70,6 +70,8 @@ var (
 	descBlocksize = prometheus.NewDesc("plasma_datanode_block_size_bytes", "The volume's blocksize.", nil, nil)
 	descCopyWait  = prometheus.NewDesc("plasma_datanode_copy_throttled_seconds_total",
 		"Time re-replication copies this datanode sends waited for its copy bandwidth (-copy-rate).", nil, nil)
+	descKept = prometheus.NewDesc("plasma_datanode_kept_bytes",
+		"Bytes a sparse volume keeps on disk in empty slots for their next blocks (not counted as used; written over or given back on demand).", nil, nil)
 )
 
 func (c dnCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -80,6 +82,7 @@ func (c dnCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCapacity
 	ch <- descBlocksize
 	ch <- descCopyWait
+	ch <- descKept
 }
 
 func (c dnCollector) Collect(ch chan<- prometheus.Metric) {
@@ -91,4 +94,5 @@ func (c dnCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCapacity, prometheus.GaugeValue, float64(st.Config.Blocks))
 	ch <- prometheus.MustNewConstMetric(descBlocksize, prometheus.GaugeValue, float64(st.Config.Blocksize))
 	ch <- prometheus.MustNewConstMetric(descCopyWait, prometheus.CounterValue, c.s.copies.waitedSeconds())
+	ch <- prometheus.MustNewConstMetric(descKept, prometheus.GaugeValue, float64(st.KeptBytes()))
 }

@@ -196,7 +196,7 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	if err != nil {
 		return nil, unreachableError{err}
 	}
-	resp, err := c.Call(ctx, &wire.Request{Op: wire.OpRegister, Node: s.nodeInfo(addr, socket)})
+	resp, err := c.Call(ctx, &wire.Request{Op: wire.OpRegister, Node: s.nodeInfo(addr, socket), Extents: s.store.slotReport()})
 	if err != nil {
 		c.Close()
 		return nil, unreachableError{err}
@@ -257,6 +257,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 	// released is the last batch of freed slots emptied (release.go), to
 	// acknowledge with the next heartbeat; 0: none.
 	var released uint64
+	var kept []wire.Extent // the slots of batch released that kept their pages
 	for {
 		select {
 		case <-s.stop:
@@ -287,12 +288,13 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 				continue
 			}
 			delay = retryMin
-			released = 0
+			released, kept = 0, nil
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		// Index carries the scrubber's progress (scrubProgress.report), Size
-		// the last batch of freed slots released (release.go).
-		resp, err := c.Call(ctx, s.scrubbed.report(&wire.Request{Op: wire.OpHeartbeat, Node: s.heartbeatNode(ni.Identity), Size: int64(released)}))
+		// the last batch of freed slots released (release.go), Extents those
+		// of its slots that kept their pages (keep.go).
+		resp, err := c.Call(ctx, s.scrubbed.report(&wire.Request{Op: wire.OpHeartbeat, Node: s.heartbeatNode(ni.Identity), Size: int64(released), Extents: kept}))
 		cancel()
 		if err == nil && resp.Code != wire.OK {
 			err = errors.New(resp.Msg)
@@ -300,7 +302,7 @@ func (s *Server) heartbeats(c *rpc.Conn, addr, socket string) {
 		if err == nil {
 			s.revoke(resp.Counters)
 			s.reportBad(c)
-			released = s.releaseFreed(resp.Extents)
+			released, kept = s.releaseFreed(resp.Extents)
 		}
 		if err != nil {
 			s.log.Warn("lost namenode connection", "err", err)

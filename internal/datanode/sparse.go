@@ -39,7 +39,7 @@ const DefaultSlotBytes = 4096
 // slots (InitSparse).
 const maxSparseFile = 16<<40 - 1<<30
 
-// InitSparse creates a volume of layoutSparse in dir holding size bytes,
+// InitSparse creates a sparse volume (layoutKept) in dir holding size bytes,
 // with one slot per slotBytes of it (at least one per whole block; fewer
 // if the data file would pass maxSparseFile): an empty sparse data file of
 // the slots followed by their entries, each marking its slot empty.
@@ -65,7 +65,7 @@ func InitSparse(dir, cluster string, blocksize uint32, size int64, slotBytes int
 	if err != nil {
 		return nil, err
 	}
-	cfg.Layout, cfg.Capacity = layoutSparse, size
+	cfg.Layout, cfg.Capacity = layoutKept, size
 	path := filepath.Join(dir, "data")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -112,8 +112,11 @@ func writeEmptyEntries(f *os.File, slots uint64, blocksize uint32) error {
 	return nil
 }
 
-// Sparse reports whether the volume is of layoutSparse.
-func (s *BlockStore) Sparse() bool { return s.Config.Layout == layoutSparse }
+// Sparse reports whether the volume is sparse (layoutSparse or
+// layoutKept).
+func (s *BlockStore) Sparse() bool {
+	return s.Config.Layout == layoutSparse || s.Config.Layout == layoutKept
+}
 
 // Space returns the bytes the volume may hold and those its blocks held
 // (pages on disk) when the last Sync began. A volume of a fixed layout
@@ -165,7 +168,9 @@ func (s *BlockStore) releaseTail(block uint64, n int) error {
 	}
 	bs := int(s.Config.Blocksize)
 	s.mu.RLock()
-	had := bs - int(s.tails[block])
+	// A slot keeping a released block's pages (keep.go) has them on disk
+	// under an empty entry: what the new block does not cover goes.
+	had := max(bs-int(s.tails[block]), int(s.kept[block]))
 	s.mu.RUnlock()
 	if had <= n {
 		return nil
@@ -174,10 +179,11 @@ func (s *BlockStore) releaseTail(block uint64, n int) error {
 }
 
 // Release empties count slots from block, which the namenode freed: their
-// pages are punched out of the file and their entries mark them empty
-// (their generations stay: a slot never goes back to an older one). A
-// volume of a fixed layout keeps its blocks as they are. The change is
-// durable once Sync returns.
+// entries mark them empty (their generations stay: a slot never goes back
+// to an older one) and their pages are punched out of the file, except a
+// whole block's on a volume of layoutKept, which stay for the slot's next
+// owner (keep.go). A volume of a fixed layout keeps its blocks as they
+// are. The change is durable once Sync returns.
 func (s *BlockStore) Release(block, count uint64) error {
 	if !s.Sparse() {
 		return nil
@@ -201,12 +207,18 @@ func (s *BlockStore) release1(b uint64, bs uint32, empty uint32) error {
 	defer m.Unlock()
 	s.mu.Lock()
 	tail, gen := s.tails[b], s.gens[b]
+	_, kept := s.kept[b]
 	delete(s.appendSeq, b)
 	s.mu.Unlock()
-	if tail == bs {
+	switch {
+	case tail == bs || kept:
 		return nil // empty already
+	case tail == 0 && s.keeps():
+		return s.recordKept(b, gen, bs)
 	}
-	if err := s.punch(int64(b)*int64(bs), int64(bs-tail)); err != nil {
+	// The whole slot: pages past the entry's tail may be left by a write
+	// whose punch a crash lost (the block was never committed).
+	if err := s.punch(int64(b)*int64(bs), int64(bs)); err != nil {
 		return err
 	}
 	return s.record(b, empty, gen, bs)

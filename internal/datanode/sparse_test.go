@@ -28,7 +28,7 @@ func TestSparseVolumeHoldsOnlyPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Blocks != 64<<20/DefaultSlotBytes || cfg.Layout != layoutSparse || cfg.Capacity != 64<<20 {
+	if cfg.Blocks != 64<<20/DefaultSlotBytes || cfg.Layout != layoutKept || cfg.Capacity != 64<<20 {
 		t.Fatalf("config %+v: want %d slots of a sparse volume of 64 MiB", cfg, 64<<20/DefaultSlotBytes)
 	}
 	data := filepath.Join(dir, "data")

@@ -56,6 +56,12 @@ const (
 	// many more slots than its capacity holds whole blocks; a block takes
 	// the pages it holds (sparse.go).
 	layoutSparse = 2
+	// layoutKept: as layoutSparse, and an entry may also say "empty, its
+	// pages kept" (keep.go): a released whole block's pages stay on disk
+	// for the slot's next owner. Layout-2 volumes are upgraded at open
+	// (their entries are valid as they are); programs that know only
+	// layout 2 refuse it, as they would read a kept slot as damaged.
+	layoutKept = 3
 )
 
 // metaEntry is the size of a block's entry: its CRC32C XOR genMix(gen)
@@ -263,6 +269,11 @@ type BlockStore struct {
 	// tail): what a volume of layoutSparse uses (sparse.go); synced is
 	// what it was when the last Sync began, what Space reports. Under mu.
 	held, synced int64
+	// kept: slots of layoutKept that are empty but keep the pages of the
+	// block released there, with their bytes on disk; keptBytes their
+	// sum (keep.go). Under mu.
+	kept      map[uint64]uint32
+	keptBytes int64
 	// Extensions in place (extend.go): the last append ticket applied to
 	// each block.
 	appendSeq map[uint64]uint64
@@ -329,7 +340,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 			s.data.Close()
 			return nil, err
 		}
-	case layoutSparse:
+	case layoutSparse, layoutKept:
 		if s.Config.Capacity <= 0 {
 			s.data.Close()
 			return nil, fmt.Errorf("%s/config is corrupt: a sparse volume without its capacity", dir)
@@ -341,7 +352,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		}
 	default:
 		s.data.Close()
-		return nil, fmt.Errorf("%s: volume layout %d is newer than this version of plasma knows (up to %d): upgrade plasma", cfgPath, s.Config.Layout, layoutSparse)
+		return nil, fmt.Errorf("%s: volume layout %d is newer than this version of plasma knows (up to %d): upgrade plasma", cfgPath, s.Config.Layout, layoutKept)
 	}
 	st, err := s.data.Stat()
 	if err != nil {
@@ -353,6 +364,7 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		return nil, fmt.Errorf("%s is truncated: %d bytes, but %d blocks of %d bytes and their entries (as %s says) need %d: the volume is damaged", dataPath, st.Size(), n, s.Config.Blocksize, cfgPath, want)
 	}
 	s.crcs, s.gens, s.tails = make([]uint32, n), make([]uint64, n), make([]uint32, n)
+	s.kept = map[uint64]uint32{}
 	chunk := make([]byte, metaEntry<<14)
 	for i := uint64(0); i < n; {
 		k := min(n-i, uint64(len(chunk)/metaEntry))
@@ -364,6 +376,11 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 			e := chunk[j*metaEntry:]
 			gen := binary.LittleEndian.Uint64(e[8:])
 			t := binary.LittleEndian.Uint32(e[4:])
+			if k, ok := s.keptEntry(t); ok {
+				s.kept[i+j] = k
+				s.keptBytes += int64(k)
+				t = s.Config.Blocksize
+			}
 			if t > s.Config.Blocksize || t%pageSize != 0 {
 				t = 0 // damaged entry: read the whole block (the checksum decides)
 			}
@@ -374,6 +391,16 @@ func OpenBlockStore(dir string) (*BlockStore, error) {
 		i += k
 	}
 	s.synced = s.held
+	if err := s.trimStray(); err != nil {
+		s.data.Close()
+		return nil, err
+	}
+	if s.Config.Layout == layoutSparse {
+		if err := s.upgradeToKept(dir); err != nil {
+			s.data.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -601,6 +628,11 @@ func (s *BlockStore) record(block uint64, crc uint32, gen uint64, tail uint32) e
 	}
 	s.mu.Lock()
 	s.held += int64(s.tails[block]) - int64(tail)
+	if k, ok := s.kept[block]; ok {
+		// Written over (or the rest punched by releaseTail first).
+		delete(s.kept, block)
+		s.keptBytes -= int64(k)
+	}
 	s.gens[block] = gen
 	s.crcs[block] = crc
 	s.tails[block] = tail

@@ -62,7 +62,7 @@ func (n *Namenode) opHeartbeat(c *conn, _ *Txn, _ *auth.Identity, q *wire.Reques
 	dn.scrub = scrubReport{lastPass: q.Mtime, lastBlocks: q.Count, passed: q.Index}
 	revoked := dn.revoked
 	dn.revoked = nil
-	return &wire.Response{Counters: revoked, Extents: dn.heartbeat(q.Node, uint64(q.Size))}, nil
+	return &wire.Response{Counters: revoked, Extents: dn.heartbeat(q.Node, uint64(q.Size), q.Extents)}, nil
 }
 
 func (n *Namenode) fsStat() *wire.Response {

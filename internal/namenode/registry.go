@@ -122,13 +122,13 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		rec.Blocks = ni.Blocks
 	default:
 		// Known, unchanged: nothing to write.
-		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns)}, Counters: n.registrationCounters(n.registrationFloor())}
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns, q.Extents)}, Counters: n.registrationCounters(n.registrationFloor())}
 	}
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
 	// grew or shrank gets no blocks either (it is not alive).
 	n.nodes.reserve(ni.Identity, rec.ID)
-	info := *ni
+	info, slots := *ni, q.Extents
 	return &commitReq{change: &meta.Change{PutNodes: []meta.Datanode{rec}}, reply: func(err error) {
 		// Called by the committer once the record is durable (in relaxed
 		// mode: applied, before any commit that could name the datanode).
@@ -146,7 +146,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 			dn.Blocks = rec.Blocks
 			dn.used.resize(rec.Blocks)
 		}
-		out := n.admit(dn, c, &info, ns)
+		out := n.admit(dn, c, &info, ns, slots)
 		floor := n.registrationFloor() // under n.mu: below every ticket for it from now on
 		n.mu.Unlock()
 		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: n.registrationCounters(floor)})
@@ -154,10 +154,14 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 }
 
 // admit makes a recorded datanode alive on c and returns the answer to
-// its registration. Called with n.mu held.
-func (n *Namenode) admit(dn *dnode, c *conn, ni *wire.NodeInfo, ns string) wire.NodeInfo {
+// its registration; slots is a sparse datanode's report of its slots
+// holding pages (keptslots.go). Called with n.mu held.
+func (n *Namenode) admit(dn *dnode, c *conn, ni *wire.NodeInfo, ns string, slots []wire.Extent) wire.NodeInfo {
 	dn.info = *ni
 	dn.readmitted()
+	if k := dn.reconcileSlots(slots); k > 0 {
+		n.log.Info("releasing slots that hold pages no file holds", "node", dn.Identity, "slots", k)
+	}
 	dn.lastSeen = time.Now()
 	select {
 	case <-c.done:

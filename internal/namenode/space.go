@@ -60,6 +60,8 @@ type nodeSpace struct {
 	// released once (released again after its reuse, it would lose its
 	// new owner's block).
 	pending *blockMap
+	// kept marks slots the datanode keeps pages in (keptslots.go).
+	kept *blockMap
 }
 
 // sparse reports whether the datanode's volume is sparse (known from its
@@ -126,6 +128,13 @@ func (d *dnode) alloc(want, hint uint64, need func(k uint64) uint64) (start, n u
 		default:
 			return 0, 0
 		}
+		// Kept slots first for whole blocks, and for any once the
+		// bytes free but kept are all that is left (keptslots.go).
+		if k := d.space.kept; k != nil && k.nused > 0 && (need(1) >= bs || need(want) > free-min(free, d.keptFreeBytes(bs))) {
+			if start, n := d.allocKept(want, hint); n > 0 {
+				return start, n
+			}
+		}
 	}
 	return d.used.alloc(want, hint)
 }
@@ -178,9 +187,10 @@ func (d *dnode) freeSlots(start, count uint64) {
 }
 
 // heartbeat takes a datanode's report of its bytes and its acknowledgement
-// of batch ack, and returns the batch of freed slots to release now (as
-// extents of one replica, Index the batch number).
-func (d *dnode) heartbeat(ni *wire.NodeInfo, ack uint64) []wire.Extent {
+// of batch ack with the slots of it that kept their pages, and returns the
+// batch of freed slots to release now (as extents of one replica, Index
+// the batch number).
+func (d *dnode) heartbeat(ni *wire.NodeInfo, ack uint64, kept []wire.Extent) []wire.Extent {
 	sp := &d.space
 	if d.sparse() && ni.Capacity > 0 {
 		d.info.Capacity, d.info.UsedBytes = ni.Capacity, ni.UsedBytes
@@ -190,8 +200,12 @@ func (d *dnode) heartbeat(ni *wire.NodeInfo, ack uint64) []wire.Extent {
 		for _, r := range sp.sent {
 			d.used.clear(r.start, r.count)
 			sp.pending.clear(r.start, r.count)
+			if sp.kept != nil {
+				sp.kept.clear(r.start, r.count)
+			}
 		}
 		sp.sent = nil
+		d.noteKept(kept)
 	}
 	if sp.sent == nil && len(sp.release) > 0 {
 		blocks := uint64(0)

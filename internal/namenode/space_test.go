@@ -52,11 +52,11 @@ func TestSparseNodeRoomIsBytes(t *testing.T) {
 		t.Fatalf("after 3 MiB settled: %d whole blocks fit, want 5", n)
 	}
 	// Two heartbeats later the report counts them, settling does not.
-	dn.heartbeat(&wire.NodeInfo{Capacity: 8 * spaceBS, UsedBytes: 3 * spaceBS}, 0)
+	dn.heartbeat(&wire.NodeInfo{Capacity: 8 * spaceBS, UsedBytes: 3 * spaceBS}, 0, nil)
 	if got := dn.usedBytes(spaceBS); got != 6*spaceBS {
 		t.Fatalf("after one heartbeat: %d used, want the report and what settles (6 MiB)", got)
 	}
-	dn.heartbeat(&wire.NodeInfo{Capacity: 8 * spaceBS, UsedBytes: 3 * spaceBS}, 0)
+	dn.heartbeat(&wire.NodeInfo{Capacity: 8 * spaceBS, UsedBytes: 3 * spaceBS}, 0, nil)
 	if got := dn.usedBytes(spaceBS); got != 3*spaceBS {
 		t.Fatalf("after two heartbeats: %d used, want the report (3 MiB)", got)
 	}
@@ -78,30 +78,30 @@ func TestFreedSlotsWaitForTheirRelease(t *testing.T) {
 		t.Fatalf("freed slots free before their release: %d used", dn.used.nused)
 	}
 	hb := &wire.NodeInfo{Capacity: 1 << 40}
-	xs := dn.heartbeat(hb, 0)
+	xs := dn.heartbeat(hb, 0, nil)
 	if len(xs) != 1 || xs[0].Count != maxReleaseBlocks || xs[0].Replicas[0].Start != 0 {
 		t.Fatalf("first batch %+v, want blocks 0+%d", xs, maxReleaseBlocks)
 	}
 	seq := xs[0].Index
-	if again := dn.heartbeat(hb, 0); len(again) != 1 || again[0].Index != seq {
+	if again := dn.heartbeat(hb, 0, nil); len(again) != 1 || again[0].Index != seq {
 		t.Fatalf("unacknowledged batch not sent again: %+v", again)
 	}
 	// The datanode registers again: it may not have released the batch,
 	// which goes again under a new number; the old one acknowledges
 	// nothing.
 	dn.readmitted()
-	xs = dn.heartbeat(hb, seq)
+	xs = dn.heartbeat(hb, seq, nil)
 	if dn.used.nused != 5000 || len(xs) != 1 || xs[0].Index == seq || xs[0].Replicas[0].Start != 0 {
 		t.Fatalf("after a new registration: %d used, batch %+v (old number %d)", dn.used.nused, xs, seq)
 	}
-	xs = dn.heartbeat(hb, xs[0].Index)
+	xs = dn.heartbeat(hb, xs[0].Index, nil)
 	if dn.used.nused != 5000-maxReleaseBlocks {
 		t.Fatalf("after the acknowledgement: %d used, want %d", dn.used.nused, 5000-maxReleaseBlocks)
 	}
 	if len(xs) != 1 || xs[0].Replicas[0].Start != maxReleaseBlocks || xs[0].Count != 5000-maxReleaseBlocks {
 		t.Fatalf("second batch %+v", xs)
 	}
-	dn.heartbeat(hb, xs[0].Index)
+	dn.heartbeat(hb, xs[0].Index, nil)
 	if dn.used.nused != 0 {
 		t.Fatalf("%d slots used after both batches were acknowledged", dn.used.nused)
 	}

@@ -21,8 +21,8 @@ const (
 	OpGlob            // expand the pattern Path to matching paths after Path2, at most Count; Counters[0]=1: more follow
 	OpFsStat          // filesystem totals
 	OpStats           // namenode counters
-	OpRegister        // a datanode announces itself (Node)
-	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used); its scrubber's last full pass (Mtime ns, Count blocks verified) and current position (Index)
+	OpRegister        // a datanode announces itself (Node); a sparse one also its slots holding pages (Extents, Index SlotHolds or SlotKept)
+	OpHeartbeat       // a datanode is alive (Node.ID, Node.Used); its scrubber's last full pass (Mtime ns, Count blocks verified) and current position (Index); the release batch it acknowledges (Size) and the slots of it kept (Extents, Index SlotKept)
 	OpNodes           // list datanodes
 	OpFsck            // metadata self-check; returns problems and every file's block list
 	OpPing            // no-op round trip
@@ -196,6 +196,14 @@ type NodeInfo struct {
 	Capacity  uint64
 	UsedBytes uint64
 }
+
+// States of a sparse datanode's slots, in the Index of the one-replica
+// extents it sends with its registration (every slot holding pages) and
+// with the acknowledgement of a release batch (the slots it kept).
+const (
+	SlotHolds = 0 // holds a block's pages
+	SlotKept  = 1 // empty, keeping a released block's pages for reuse
+)
 
 // Request is one namenode call. Unused fields stay zero and cost one bit.
 type Request struct {
