@@ -57,13 +57,21 @@ type Ticket struct {
 	// append ticket older than one it applied to the block, so a ticket
 	// whose transaction ended cannot write over a later extension.
 	Seq uint64
+	// Term is the namenode group's term in which the issuing namenode
+	// led (0 for a single namenode). A datanode keeps the highest term it
+	// has seen (from registrations and tickets) and refuses a ticket that
+	// writes with a lower one: a deposed leader's tickets write nothing,
+	// whatever generations the leaders drew (see ErrTicketTermOutdated).
+	Term uint64
 }
 
 // Wire form: the fields in this order (little-endian; Write and Append
 // share one byte: 0 read, 1 write, 2 append), then the first 16 bytes of
 // the HMAC-SHA256 of all of them. Expiry stays at offset 29 (see
-// TicketExpiry).
-const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 16
+// TicketExpiry). Tickets of the form before terms (8 bytes shorter) are
+// refused as forged, as those before generations were: namenodes and
+// datanodes are upgraded together.
+const ticketLen = 8 + 4 + 8 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 8 + 16
 
 // Ticket kinds, the byte at offset 28.
 const (
@@ -90,7 +98,8 @@ func (t *Ticket) body() []byte {
 	b = binary.LittleEndian.AppendUint64(b, t.Gen)
 	b = binary.LittleEndian.AppendUint64(b, t.MinGen)
 	b = binary.LittleEndian.AppendUint64(b, t.From)
-	return binary.LittleEndian.AppendUint64(b, t.Seq)
+	b = binary.LittleEndian.AppendUint64(b, t.Seq)
+	return binary.LittleEndian.AppendUint64(b, t.Term)
 }
 
 // Seal returns the ticket's wire form, MACed with key.
@@ -113,6 +122,11 @@ var (
 	// ErrTicketOutdated: a write or append ticket issued before the
 	// datanode last registered with the namenode (see Seq).
 	ErrTicketOutdated = errors.New("ticket is older than the datanode's registration with the namenode (issued before a restart of either; its transaction may have ended): ask the namenode for a new one")
+	// ErrTicketTermOutdated: a write or append ticket of a namenode group
+	// term below the highest the datanode has seen: issued by a leader
+	// since deposed. It wraps ErrTicketOutdated (a live transaction asks
+	// the current leader for new tickets).
+	ErrTicketTermOutdated = fmt.Errorf("%w; it was issued by a namenode group leader since deposed (an older term)", ErrTicketOutdated)
 )
 
 // OpenTicket checks the MAC of a wire ticket and decodes it.
@@ -137,6 +151,7 @@ func OpenTicket(key, b []byte) (*Ticket, error) {
 		MinGen: binary.LittleEndian.Uint64(b[45:]),
 		From:   binary.LittleEndian.Uint64(b[53:]),
 		Seq:    binary.LittleEndian.Uint64(b[61:]),
+		Term:   binary.LittleEndian.Uint64(b[69:]),
 	}
 	if b[28] > kindAppend {
 		return nil, ErrTicketForged

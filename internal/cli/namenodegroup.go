@@ -26,6 +26,7 @@ type groupOpts struct {
 	join     *string
 	keep     *int
 	snapInt  *time.Duration
+	raftDial *string
 }
 
 func groupFlags(f *flags) groupOpts {
@@ -34,8 +35,11 @@ func groupFlags(f *flags) groupOpts {
 			"(their client addresses; each member's Raft traffic uses the next port). Every member starts from a copy\n"+
 			"of the same database ('plasma namenode backup') and is given the same list; the group is recorded\n"+
 			"at the first start and a later start with another list is refused"),
-		id:       f.String("id", "", "with -peers: this member's id in the list"),
-		dir:      f.String("group-dir", "", "with -peers: the member's Raft log and group record (default: the database's path + \".group\")"),
+		id:  f.String("id", "", "with -peers: this member's id in the list"),
+		dir: f.String("group-dir", "", "with -peers: the member's Raft log and group record (default: the database's path + \".group\")"),
+		raftDial: f.String("raft-dial", "", "with -peers: id=host:port,... where this member reaches those peers' Raft ports when not at\n"+
+			"the port after their client addresses (through a proxy, a tunnel or address translation); each member may\n"+
+			"reach the others its own way"),
 		election: f.durationRange("election-timeout", 2*time.Second, 100*time.Millisecond, time.Minute, "with -peers: followers elect a new leader after this long without hearing from it"),
 		keep: f.intRange("log-keep", 1<<16, 16, 1<<30, "with -peers or -join: Raft log entries (batches of commits) kept behind a snapshot of the store: a member that\n"+
 			"missed more catches up from a copy of the leader's database (sent whole) instead of the log; a snapshot\n"+
@@ -98,6 +102,10 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 	if listenSet && listen != self.Addr {
 		return false, usagef("-listen %s differs from this member's address in -peers (%s=%s)", listen, self.ID, self.Addr)
 	}
+	raftDial, err := namenode.ParseRaftDial(*g.raftDial)
+	if err != nil {
+		return false, usagef("-raft-dial: %v", err)
+	}
 	dir := *g.dir
 	if dir == "" {
 		if local := meta.LocalPath(db); local != "" {
@@ -122,7 +130,7 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 	cfg.Fresh = false
 	grp, err := namenode.OpenGroup(namenode.GroupConfig{Self: self.ID, Peers: peers, Dir: dir, Store: cfg.Store, Join: *g.join,
 		Security: cfg.Security, Credential: cfg.Credential, KeepEntries: uint64(*g.keep), SnapshotInterval: *g.snapInt,
-		ElectionTimeout: *g.election, Logger: log, Fatal: func(err error) {
+		ElectionTimeout: *g.election, RaftDial: raftDial, Logger: log, Fatal: func(err error) {
 			select {
 			case fatalc <- err:
 			default:
@@ -170,11 +178,13 @@ func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logP
 			case <-grp.Leading():
 			}
 		}
-		if err := grp.Ready(); err != nil {
+		term, err := grp.TakeOver()
+		if err != nil {
 			sb.Close()
 			log.Warn("elected but could not take over", "err", err)
 			continue
 		}
+		cfg.Term = term
 		nn, err := namenode.New(cfg)
 		if err != nil {
 			sb.Close()

@@ -62,6 +62,7 @@ type Server struct {
 	revMu   sync.Mutex
 	revoked map[uint64]time.Time // transaction tags whose tickets are void → when learned
 	floor   writeFloor           // tickets that write are issued after the last registration
+	term    groupTerm            // tickets that write are of the latest namenode group term seen
 	store   *BlockStore
 	log     *slog.Logger
 	bufs    sync.Pool
@@ -222,6 +223,15 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	if len(resp.Nodes) == 0 {
 		c.Close()
 		return nil, fmt.Errorf("namenode %s: empty registration answer", s.cfg.Namenode)
+	}
+	if len(resp.Counters) > 1 {
+		// A namenode of an older term than this datanode has seen is a
+		// deposed leader that has not noticed yet: find the current one.
+		if term, seen := resp.Counters[1], s.term.current(); term < seen {
+			c.Close()
+			return nil, unreachableError{fmt.Errorf("namenode %s leads term %d, but this datanode has seen term %d: a deposed leader of the namenode group", c.Addr(), term, seen)}
+		}
+		s.term.learn(resp.Counters[1])
 	}
 	// The volume records the namespace when it first joins, and refuses
 	// another one (the namenode refuses it too).
@@ -421,6 +431,9 @@ func (s *Server) openTicket(raw []byte, check func(*auth.Ticket) error) (*auth.T
 		return nil, err
 	}
 	if err := check(t); err != nil {
+		return nil, err
+	}
+	if err := s.term.checkWrite(t); err != nil {
 		return nil, err
 	}
 	s.revMu.Lock()

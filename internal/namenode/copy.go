@@ -173,7 +173,7 @@ func (n *Namenode) copyTickets(t *copyTask) {
 	rt := auth.Ticket{Tag: replicationTag, Node: t.src.Node, Start: t.src.Start, Count: uint64(t.count), Expiry: exp, Gen: n.currentGen(), MinGen: t.gen}
 	g := n.newGen()
 	wt := auth.Ticket{Tag: replicationTag, Node: t.dst.Node, Start: t.dst.Start, Count: uint64(t.count), Write: true, Expiry: exp, Gen: g, Seq: g}
-	t.readTicket, t.writeTicket = rt.Seal(n.cfg.TicketKey), wt.Seal(n.cfg.TicketKey)
+	t.readTicket, t.writeTicket = n.seal(rt), n.seal(wt)
 }
 
 // runCopy carries out t without the namenode lock and then settles it.

@@ -101,7 +101,10 @@ type GroupConfig struct {
 	// an election (default 2 s); the leader steps down after as long
 	// without hearing from a majority.
 	ElectionTimeout time.Duration
-	Logger          *slog.Logger
+	// RaftDial, by peer id, is where this member reaches a peer's Raft
+	// port when not at RaftAddr of its address (ParseRaftDial).
+	RaftDial map[string]string
+	Logger   *slog.Logger
 	// Fatal is called when the store fails while applying committed
 	// entries: the member must stop (a restart reloads what is durable).
 	Fatal func(error)
@@ -374,9 +377,14 @@ func (g *Group) start() error {
 	if err != nil {
 		return fmt.Errorf("namenode group: listen for Raft on %s (the port after the client port): %w", raddr, err)
 	}
+	via, err := g.raftVia()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 	g.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: &groupStream{ln: ln, group: g.file.Group, log: g.cfg.Logger}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hl})
+		Stream: &groupStream{ln: ln, group: g.file.Group, log: g.cfg.Logger, via: via}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hl})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(g.cfg.Self)
 	rc.HeartbeatTimeout = g.cfg.ElectionTimeout
@@ -663,6 +671,7 @@ type groupStream struct {
 	ln    net.Listener
 	group string
 	log   *slog.Logger
+	via   map[string]string // Raft address -> address dialed (GroupConfig.RaftDial)
 }
 
 const groupMagic = "plasma-raft "
@@ -690,7 +699,7 @@ func (s *groupStream) Close() error   { return s.ln.Close() }
 func (s *groupStream) Addr() net.Addr { return s.ln.Addr() }
 
 func (s *groupStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(addr), timeout)
+	c, err := net.DialTimeout("tcp", s.dialAddr(string(addr)), timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,10 @@ type Config struct {
 	// error matching ErrStoreFailed) when it loses the leadership; the
 	// group, and the store, outlive it.
 	Group *Group
+	// Term is the group's term in which this namenode leads (from
+	// Group.TakeOver; 0 for a single namenode). Every ticket carries it,
+	// and registering datanodes are told it (term.go).
+	Term uint64
 
 	// Fatal, if set, is called when the metadata store fails (a failed
 	// write or fsync leaves the store's state unknown). Either way the

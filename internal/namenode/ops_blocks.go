@@ -204,7 +204,7 @@ func (n *Namenode) extendOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wire
 		x.Tickets = make([][]byte, len(x.Replicas))
 		for j, r := range x.Replicas {
 			t := auth.Ticket{Tag: tx.tag, Node: r.Node, Start: r.Start, Count: 1, Append: true, From: from, Expiry: exp, Gen: x.Gen, Seq: seq}
-			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
+			x.Tickets[j] = n.seal(t)
 			if tx.ticketed == nil {
 				tx.ticketed = map[uint32]bool{}
 			}

@@ -186,7 +186,7 @@ func (n *Namenode) sealTickets(tx *Txn, xs []wire.Extent, write bool, limitIdx, 
 			if !write && limit > 0 && x.Index+uint64(x.Count)-1 == limitIdx {
 				t.From = limit
 			}
-			x.Tickets[j] = t.Seal(n.cfg.TicketKey)
+			x.Tickets[j] = n.seal(t)
 			if tx.ticketed == nil {
 				tx.ticketed = map[uint32]bool{}
 			}

@@ -75,7 +75,7 @@ func (n *Namenode) startVerify(r wire.Run, crc uint32, gen uint64, addr string) 
 	if n.cfg.TicketKey != nil {
 		t := auth.Ticket{Tag: replicationTag, Node: r.Node, Start: r.Start, Count: 1, Expiry: time.Now().Add(verifyTimeout + time.Minute).Unix(),
 			Gen: n.currentGen(), MinGen: gen}
-		v.ticket = t.Seal(n.cfg.TicketKey)
+		v.ticket = n.seal(t)
 	}
 	if n.repl.verifying == nil {
 		n.repl.verifying = map[wire.Run]bool{}

@@ -122,7 +122,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		rec.Blocks = ni.Blocks
 	default:
 		// Known, unchanged: nothing to write.
-		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns, q.Extents)}, Counters: []uint64{n.registrationFloor()}}
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns, q.Extents)}, Counters: n.registrationCounters(n.registrationFloor())}
 	}
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
@@ -149,7 +149,7 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		out := n.admit(dn, c, &info, ns, slots)
 		floor := n.registrationFloor() // under n.mu: below every ticket for it from now on
 		n.mu.Unlock()
-		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{floor}})
+		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: n.registrationCounters(floor)})
 	}}, nil
 }
 

@@ -30,8 +30,39 @@ type group struct {
 	dir     string
 	members []*member
 	dns     []*proc
+	sec     *groupSecrets // nil: no tickets (data security level none)
 	// memberArgs are more arguments every member is started with.
 	memberArgs []string
+	// links[i][j] carries member i's Raft traffic to member j (nil
+	// unless groupOptions.Links).
+	links map[*member]map[*member]*link
+	// disks holds each member's database and Raft state on a power-cut
+	// filesystem of its own (nil unless groupOptions.PowerCut).
+	disks map[string]*memberDisk
+}
+
+// groupOptions varies startGroupWith.
+type groupOptions struct {
+	// Tickets: datanodes check tickets (data security level auth, a
+	// ticket key shared by members and datanodes).
+	Tickets bool
+	// Prepare, if set, is given the formatted database before the
+	// members' copies are made.
+	Prepare func(db string)
+	// Links: members reach each other's Raft ports through links
+	// (partition_test.go), which the test can cut.
+	Links bool
+	// PowerCut: each member's database and Raft state are on a lossyfs
+	// mount of its own (powercut_test.go), which the test can cut.
+	PowerCut bool
+	// MemberArgs are further arguments of every member.
+	MemberArgs []string
+}
+
+// groupSecrets are the credentials and ticket key of a group whose
+// datanodes check tickets.
+type groupSecrets struct {
+	namenode, datanode, user, ticketKey string
 }
 
 type proc struct {
@@ -42,9 +73,10 @@ type proc struct {
 
 type member struct {
 	proc
-	id   string
-	addr string
-	db   string
+	id    string
+	addr  string
+	db    string
+	extra []string // further arguments of every start
 }
 
 func (p *proc) running() bool {
@@ -79,27 +111,40 @@ func (g *group) start(p *proc, args ...string) {
 // operator does) and starts n members and dns datanodes.
 func startGroup(t *testing.T, n, dns int) *group {
 	t.Helper()
-	return startGroupWith(t, n, dns)
+	return startGroupWith(t, n, dns, groupOptions{})
 }
 
-// startGroupWith is startGroup, every member started with memberArgs too.
-func startGroupWith(t *testing.T, n, dns int, memberArgs ...string) *group {
+func startGroupWith(t *testing.T, n, dns int, o groupOptions) *group {
 	t.Helper()
-	g := &group{t: t, bin: clustertest.Binary(t), dir: t.TempDir(), memberArgs: memberArgs}
-	first := filepath.Join(g.dir, "nn1.db")
+	g := &group{t: t, bin: clustertest.Binary(t), dir: t.TempDir(), memberArgs: o.MemberArgs}
+	if o.Tickets {
+		g.sec = newGroupSecrets(t, filepath.Join(g.dir, "secrets"))
+	}
+	dbPath := func(i int) string { return filepath.Join(g.dir, fmt.Sprintf("nn%d.db", i)) }
+	if o.PowerCut {
+		dbPath = g.mountDisk
+	}
+	first := dbPath(1)
 	s, err := meta.OpenSQLiteWith(first, meta.SQLiteOptions{Format: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
+	if o.Prepare != nil {
+		o.Prepare(first)
+	}
 	var peers []string
 	for i := 1; i <= n; i++ {
 		a, err := loopback.FreePair()
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &member{id: strconv.Itoa(i), addr: a, db: filepath.Join(g.dir, fmt.Sprintf("nn%d.db", i))}
-		m.log = m.db + ".out"
+		db := first
+		if i > 1 {
+			db = dbPath(i)
+		}
+		m := &member{id: strconv.Itoa(i), addr: a, db: db, extra: o.MemberArgs}
+		m.log = filepath.Join(g.dir, fmt.Sprintf("nn%d.out", i))
 		if i > 1 {
 			if out, err := exec.Command(g.bin, "namenode", "backup", "-db", first, "-o", m.db).CombinedOutput(); err != nil {
 				t.Fatalf("copy the database: %v: %s", err, out)
@@ -108,7 +153,11 @@ func startGroupWith(t *testing.T, n, dns int, memberArgs ...string) *group {
 		g.members = append(g.members, m)
 		peers = append(peers, m.id+"="+m.addr)
 	}
+	g.syncDisks()
 	t.Cleanup(g.stopAll)
+	if o.Links {
+		g.link()
+	}
 	for _, m := range g.members {
 		g.startMember(m, strings.Join(peers, ","))
 	}
@@ -130,8 +179,11 @@ func (g *group) peers() string {
 
 func (g *group) startMember(m *member, peers string) {
 	g.t.Helper()
-	g.start(&m.proc, append([]string{"namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id,
-		"-log-level", "warn"}, g.memberArgs...)...)
+	args := []string{"namenode", "-db", m.db, "-security", "none", "-peers", peers, "-id", m.id, "-log-level", "warn"}
+	if g.sec != nil {
+		args = append(args, "-data-security", "auth", "-credential", g.sec.namenode, "-ticket-key", g.sec.ticketKey)
+	}
+	g.start(&m.proc, append(args, m.extra...)...)
 }
 
 // addrs is the namenode list clients are given.
@@ -152,8 +204,14 @@ func (g *group) addDatanode() {
 	}
 	p := &proc{log: vol + ".out"}
 	g.dns = append(g.dns, p)
-	g.start(p, "datanode", "-dir", vol, "-listen", clustertest.FreeAddr(g.t), "-namenode", strings.Join(g.addrs(), ","),
-		"-heartbeat", "100ms", "-log-level", "warn", "-security", "none", "-namenode-security", "none")
+	args := []string{"datanode", "-dir", vol, "-listen", clustertest.FreeAddr(g.t), "-namenode", strings.Join(g.addrs(), ","),
+		"-heartbeat", "100ms", "-log-level", "warn", "-namenode-security", "none"}
+	if g.sec != nil {
+		args = append(args, "-security", "auth", "-credential", g.sec.datanode, "-ticket-key", g.sec.ticketKey)
+	} else {
+		args = append(args, "-security", "none")
+	}
+	g.start(p, args...)
 }
 
 func (g *group) stopAll() {
@@ -185,7 +243,11 @@ func (g *group) kill(m *member) {
 // client connects with the whole namenode list.
 func (g *group) client() *client.Client {
 	g.t.Helper()
-	cl, err := client.New(context.Background(), client.Config{Namenodes: g.addrs(), Security: "none", DataSecurity: "none", User: "root"})
+	cfg := client.Config{Namenodes: g.addrs(), Security: "none", DataSecurity: "none", User: "root"}
+	if g.sec != nil {
+		cfg.DataSecurity, cfg.CredentialFile = "auth", g.sec.user
+	}
+	cl, err := client.New(context.Background(), cfg)
 	if err != nil {
 		g.t.Fatalf("client: %v", err)
 	}
@@ -219,9 +281,15 @@ func (g *group) status(m *member) (memberStatus, error) {
 // leader waits until one running member leads and serves.
 func (g *group) leader() *member {
 	g.t.Helper()
+	return g.leaderAmong(g.members...)
+}
+
+// leaderAmong waits until one running member of ms leads and serves.
+func (g *group) leaderAmong(ms ...*member) *member {
+	g.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, m := range g.members {
+		for _, m := range ms {
 			if !m.running() {
 				continue
 			}
@@ -245,7 +313,7 @@ func (g *group) leader() *member {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition
 	}
-	g.t.Fatalf("no member of the group leads after 60s")
+	g.t.Fatalf("none of the members %v leads after 60s", ms)
 	return nil
 }
 

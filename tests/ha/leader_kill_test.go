@@ -3,11 +3,13 @@ package ha
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/clientx"
 	"github.com/plasmafs/plasma/tests/testkit"
 )
@@ -19,15 +21,23 @@ type writers struct {
 	mu      sync.Mutex
 	acked   []string
 	unknown int
+	refused int // writers ended by "not the leader" (endOnRefusal)
 	other   []error
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
 
 func startWriters(g *group, n int, tag string) *writers {
+	return startWritersWith(n, tag, g.client, false)
+}
+
+// startWritersWith starts n writers, each with a client of newClient;
+// with endOnRefusal, a writer ends when told its namenode is not the
+// leader (it has no other to try).
+func startWritersWith(n int, tag string, newClient func() *client.Client, endOnRefusal bool) *writers {
 	w := &writers{stop: make(chan struct{})}
 	for i := range n {
-		cl := g.client()
+		cl := newClient()
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
@@ -52,6 +62,10 @@ func startWriters(g *group, n int, tag string) *writers {
 					w.acked = append(w.acked, name)
 				case isUnknown(err):
 					w.unknown++
+				case endOnRefusal && errors.Is(err, client.ErrNotLeader):
+					w.refused++
+					w.mu.Unlock()
+					return
 				default:
 					// A transaction begun on the connection that broke, or
 					// no leader yet: not acknowledged; the writer goes on.

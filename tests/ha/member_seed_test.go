@@ -11,7 +11,7 @@ import (
 // with a copy of its store, then the log after the copy; its database
 // then holds every acknowledged commit.
 func TestLaggingMemberSeededAfterLogCompacted(t *testing.T) {
-	g := startGroupWith(t, 3, 0, "-log-keep", "16", "-snapshot-interval", "50ms")
+	g := startGroupWith(t, 3, 0, groupOptions{MemberArgs: []string{"-log-keep", "16", "-snapshot-interval", "50ms"}})
 	w := startWriters(g, 4, "seed")
 	w.waitAcked(t, 50)
 	f := g.follower()

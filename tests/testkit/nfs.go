@@ -63,9 +63,17 @@ func StartNFS(t *testing.T, c *clustertest.Procs, args ...string) *NFSBridge {
 // listens.
 func StartNFSArgs(t *testing.T, c *clustertest.Procs, args ...string) *NFSBridge {
 	t.Helper()
+	return StartNFSWith(t, c.Bin, c.Env(), args...)
+}
+
+// StartNFSWith starts 'plasma nfs' (binary bin) with exactly args and the
+// environment env (which names the namenodes) and returns once it
+// listens.
+func StartNFSWith(t *testing.T, bin string, env []string, args ...string) *NFSBridge {
+	t.Helper()
 	b := &NFSBridge{Done: make(chan struct{})}
-	b.Cmd = exec.Command(c.Bin, append([]string{"nfs"}, args...)...)
-	b.Cmd.Env = append(c.Env(), os.Getenv("PLASMA_NFS_ENV"))
+	b.Cmd = exec.Command(bin, append([]string{"nfs"}, args...)...)
+	b.Cmd.Env = append(env, os.Getenv("PLASMA_NFS_ENV"))
 	b.Cmd.Stderr = os.Stderr
 	out, err := b.Cmd.StdoutPipe()
 	if err != nil {
