@@ -183,7 +183,32 @@ func blockAt(xs []wire.Extent, index uint64) (wire.Extent, []wire.Run, bool) {
 func (n *Namenode) journalApplied(r *commitReq) {
 	for _, e := range r.journal {
 		e.seq = n.appliedSeq
+		for id, c := range e.nodes {
+			if dn := n.nodes.get(id); dn != nil && dn.alive && dn.conn != c {
+				// It registered anew after the commit checked it and
+				// before this: its registration did not get the write,
+				// which a restart may have lost. The replica is
+				// replaced from another (the replicator).
+				n.condemnJournaled(e.w, id)
+				delete(e.nodes, id)
+			}
+		}
 		n.journal.entries = append(n.journal.entries, e)
+	}
+}
+
+// condemnJournaled has datanode id's replica of w's block replaced, if
+// the file still holds that block. Called with n.mu held.
+func (n *Namenode) condemnJournaled(w meta.JournalWrite, id uint32) {
+	reps, ok := n.journalReplicas(w)
+	if !ok {
+		return
+	}
+	x, _, _ := blockAt(n.ns.inodes[w.Ino].blocks, w.Index)
+	for _, r := range reps {
+		if r.Node == id {
+			n.condemn(r, x.CRC[0])
+		}
 	}
 }
 
@@ -317,7 +342,9 @@ func (n *Namenode) settleJournal() {
 				continue
 			}
 			for id, c := range e.nodes {
-				if c != nil {
+				// A datanode that is gone or dead meanwhile gets the
+				// write back when it registers (journalFor).
+				if dn := n.nodes.get(id); c != nil && dn != nil && dn.alive && dn.conn == c {
 					todo[id] = c
 				}
 			}
