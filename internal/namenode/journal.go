@@ -35,6 +35,7 @@ package namenode
 // after a failover; not built).
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -283,6 +284,16 @@ func (n *Namenode) journalFor(id uint32, c *conn) []wire.JournalWrite {
 func (n *Namenode) journalCarry() *meta.Change {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	// Replicas the files no longer hold (freed, rewritten, replaced while
+	// their datanode was away) need nothing restored.
+	for _, e := range n.journal.entries {
+		reps, ok := n.journalReplicas(e.w)
+		for id := range e.nodes {
+			if !ok || !slices.ContainsFunc(reps, func(r wire.Run) bool { return r.Node == id }) {
+				delete(e.nodes, id)
+			}
+		}
+	}
 	n.dropSettled()
 	if len(n.journal.entries) == 0 {
 		return nil
