@@ -1,8 +1,11 @@
 package datanode
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
+	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 )
 
@@ -89,4 +92,27 @@ func (s *Server) applyJournal(ws []wire.JournalWrite) error {
 	}
 	s.log.Info("journaled writes from the namenode applied", "writes", len(ws), "failed", failed)
 	return nil
+}
+
+// applyJournalPages applies the journaled writes of a registration's
+// answer, and of the further pages the namenode has (Counters[1] = 1:
+// more follow; registering again on the same connection gets the next),
+// and returns the last answer.
+func (s *Server) applyJournalPages(ctx context.Context, c *rpc.Conn, resp *wire.Response, addr, socket string) (*wire.Response, error) {
+	for {
+		if err := s.applyJournal(resp.Journal); err != nil {
+			return nil, err
+		}
+		if len(resp.Counters) < 2 || resp.Counters[1] == 0 {
+			return resp, nil
+		}
+		next, err := c.Call(ctx, &wire.Request{Op: wire.OpRegister, Node: s.nodeInfo(addr, socket)})
+		if err == nil && (next.Code != wire.OK || len(next.Nodes) == 0) {
+			err = errors.New(next.Msg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("namenode %s: next page of journaled writes: %w", s.cfg.Namenode, err)
+		}
+		resp = next
+	}
 }

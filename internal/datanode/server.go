@@ -231,7 +231,7 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 	}
 	// Writes of durable commits this volume may have lost (journal.go),
 	// before it counts as registered.
-	if err := s.applyJournal(resp.Journal); err != nil {
+	if resp, err = s.applyJournalPages(ctx, c, resp, addr, socket); err != nil {
 		c.Close()
 		return nil, unreachableError{err}
 	}

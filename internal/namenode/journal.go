@@ -217,7 +217,7 @@ func (n *Namenode) condemnJournaled(w meta.JournalWrite, id uint32) {
 // at start-up (every replica unknown: a power cut may have taken them),
 // those whose block is still the file's. Called before serving.
 func (n *Namenode) loadJournal(ws []meta.JournalWrite) {
-	for _, w := range ws {
+	for _, w := range coalesceJournal(ws) {
 		if reps, ok := n.journalReplicas(w); ok {
 			e := &journalEntry{w: w, nodes: map[uint32]*conn{}}
 			for _, r := range reps {
@@ -247,14 +247,26 @@ func (n *Namenode) journalReplicas(w meta.JournalWrite) ([]wire.Run, bool) {
 	return reps, true
 }
 
+// journalPage bounds the data of the journaled writes one answer to a
+// registration carries (a frame is at most wire.MaxFrame); a datanode
+// told that more follow registers again on the same connection for the
+// next page. A variable for tests.
+var journalPage = 4 << 20
+
 // journalFor returns the pending journaled writes datanode id must
-// apply before it counts as registered on c, and records that c got
-// them. Called with n.mu held, as the registration is answered.
-func (n *Namenode) journalFor(id uint32, c *conn) []wire.JournalWrite {
-	var out []wire.JournalWrite
+// apply before it counts as registered on c (those c did not get yet, at
+// most journalPage bytes of them, and whether more follow), and records
+// that c got them. Called with n.mu held, as the registration is
+// answered.
+func (n *Namenode) journalFor(id uint32, c *conn) (out []wire.JournalWrite, more bool) {
+	size := 0
 	for _, e := range n.journal.entries {
-		if _, ok := e.nodes[id]; !ok {
+		if got, ok := e.nodes[id]; !ok || got == c {
 			continue
+		}
+		if size > 0 && size+len(e.w.Data) > journalPage {
+			more = true
+			break
 		}
 		reps, ok := n.journalReplicas(e.w)
 		slot, found := uint64(0), false
@@ -268,13 +280,23 @@ func (n *Namenode) journalFor(id uint32, c *conn) []wire.JournalWrite {
 			continue
 		}
 		out = append(out, wire.JournalWrite{Ino: e.w.Ino, Index: e.w.Index, Block: slot, Gen: e.w.Gen, Offset: e.w.Offset, CRC: e.w.CRC, Data: e.w.Data})
+		size += len(e.w.Data)
 		e.nodes[id] = c
 	}
 	n.dropSettled()
 	if len(out) > 0 {
 		n.kickJournal()
 	}
-	return out
+	return out, more
+}
+
+// journalCounters is the answer to a registration's Counters: the floor
+// of its tickets, then 1 if more journaled writes follow (journalFor).
+func journalCounters(floor uint64, more bool) []uint64 {
+	if more {
+		return []uint64{floor, 1}
+	}
+	return []uint64{floor}
 }
 
 // journalCarry returns the pending journaled writes as a change of their
@@ -394,4 +416,31 @@ func (tx *Txn) extendedAttached(node uint32, start, ino, index, gen uint64) bool
 		}
 	}
 	return false
+}
+
+// coalesceJournal merges the journaled writes of each block that follow
+// one another (each starting where the one before ended: appends) into
+// one, with the later checksum: what a restart hands back is then about
+// a block per block appended to, not every append of the log. A write
+// starting further on is kept apart: what lies between may be trailing
+// zeros its writer did not send, or bytes a commit that was not
+// journaled synced on the datanodes.
+func coalesceJournal(ws []meta.JournalWrite) []meta.JournalWrite {
+	type key struct{ ino, index, gen uint64 }
+	last := map[key]int{}
+	var out []meta.JournalWrite
+	for _, w := range ws {
+		k := key{w.Ino, w.Index, w.Gen}
+		if i, ok := last[k]; ok {
+			p := &out[i]
+			if int(w.Offset) == int(p.Offset)+len(p.Data) {
+				p.Data = append(append(make([]byte, 0, len(p.Data)+len(w.Data)), p.Data...), w.Data...)
+				p.CRC = w.CRC
+				continue
+			}
+		}
+		last[k] = len(out)
+		out = append(out, w)
+	}
+	return out
 }

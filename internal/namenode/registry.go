@@ -123,7 +123,8 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 	default:
 		// Known, unchanged: nothing to write.
 		out := n.admit(dn, c, ni, ns)
-		return nil, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{n.registrationFloor()}, Journal: n.journalFor(dn.ID, c)}
+		journal, more := n.journalFor(dn.ID, c)
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: journalCounters(n.registrationFloor(), more), Journal: journal}
 	}
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
@@ -149,9 +150,9 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		}
 		out := n.admit(dn, c, &info, ns)
 		floor := n.registrationFloor() // under n.mu: below every ticket for it from now on
-		journal := n.journalFor(dn.ID, c)
+		journal, more := n.journalFor(dn.ID, c)
 		n.mu.Unlock()
-		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: []uint64{floor}, Journal: journal})
+		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: journalCounters(floor, more), Journal: journal})
 	}}, nil
 }
 
