@@ -25,6 +25,13 @@ type Config struct {
 	// durable commit, Sync or its window). Off by default; also set by
 	// $PLASMAFS_DEFER_DATA_SYNC=1.
 	DeferDataSync bool
+	// JournalSmallWrites: a durable commit whose only data is a small
+	// append into files' last blocks (at most wire.MaxJournalBytes in
+	// all) sends those bytes with the commit for the namenode's log
+	// instead of having the datanodes sync them first: one durability
+	// point instead of two in sequence. Off by default; also set by
+	// $PLASMAFS_JOURNAL_SMALL_WRITES=1.
+	JournalSmallWrites bool
 	// Security and DataSecurity are the levels ("none", "auth",
 	// "integrity", "privacy") of namenode and datanode connections; empty
 	// means the cluster defaults "privacy" and "auth". A server's level is
@@ -77,6 +84,9 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		}
 		if os.Getenv("PLASMAFS_DEFER_DATA_SYNC") == "1" {
 			cfg.DeferDataSync = true
+		}
+		if os.Getenv("PLASMAFS_JOURNAL_SMALL_WRITES") == "1" {
+			cfg.JournalSmallWrites = true
 		}
 	}()
 	if len(namenodes) > 0 {

@@ -408,6 +408,7 @@ func (c *Client) replicaAddrs(x wire.Extent) ([]string, []uint64) {
 func (tx *Txn) wroteTo(addrs []string) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
+	tx.unjournaled = true
 	if tx.nodes == nil {
 		tx.nodes = map[string]bool{}
 	}

@@ -139,6 +139,10 @@ type Txn struct {
 	mu    sync.Mutex
 	files []*File
 	nodes map[string]bool // datanode addresses written to (synced before commit)
+	// journaled: bytes written by extensions the commit may journal;
+	// unjournaled: something else was written (journal.go).
+	journaled   int
+	unjournaled bool
 	// owner, group: whom the *At calls create for (clientx.CreateAs).
 	owner, group string
 }
@@ -318,8 +322,10 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	// Deferred: the namenode has the datanodes sync before the commit
 	// becomes durable (internal/namenode/datasync.go).
 	deferSync := tx.async && tx.c.cfg.DeferDataSync && len(tx.nodes) > 0
+	// Journaled: the namenode's log makes the data durable (journal.go).
+	journaled := tx.journalsData()
 	var failed map[string]error
-	if !deferSync {
+	if !deferSync && !journaled {
 		failed = tx.c.data.syncAll(ctx, tx.nodes)
 	}
 	if len(failed) > 0 && len(attach) > 0 {
@@ -363,7 +369,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 			last.Flags |= wire.FlagAsync
 		}
 	}
-	if deferSync {
+	if deferSync || journaled {
 		if last == nil {
 			last = &wire.Request{Op: wire.OpCommit}
 		}

@@ -34,6 +34,9 @@ type blockWriter struct {
 	// the committed version's (written blocks: from their first write on),
 	// so a flush may extend that block in place (extendBlock).
 	kept map[uint64]int
+	// journal: the extensions written since the last attachment, which
+	// its request carries for a journaled commit (journal.go).
+	journal []wire.JournalWrite
 	// unloaded[idx]: dirty block idx was begun past the end of the file
 	// without reading the committed bytes before (an append that may extend
 	// the block in place needs none); they are fetched from there if they
@@ -293,7 +296,9 @@ func (w *blockWriter) writeBatch(ctx context.Context, batch map[uint64][]byte, k
 // attachReq is the request that attaches written blocks to the file and
 // sets its size.
 func (w *blockWriter) attachReq(written []wire.Extent, size int64) *wire.Request {
-	return &wire.Request{Op: wire.OpSetBlocks, Ino: w.ino, Extents: written, Flags: wire.FlagSize, Size: size}
+	q := &wire.Request{Op: wire.OpSetBlocks, Ino: w.ino, Extents: written, Flags: wire.FlagSize, Size: size, Journal: w.journal}
+	w.journal = nil
+	return q
 }
 
 // commitData is what a commit asks of the writer: it waits for the
@@ -540,7 +545,7 @@ func (w *blockWriter) extendBlock(ctx context.Context, idx uint64, b []byte, kep
 	if err := w.tx.c.data.extend(ctx, w.tx.reqID(), addrs, starts, x.Tickets, from, data, x.CRC[0], crc); err != nil {
 		return x, false, nil
 	}
-	w.tx.wroteTo(addrs)
+	w.wroteExtension(addrs, idx, from, data) // journal.go
 	x.CRC = []uint32{crc}
 	x.Tickets = nil
 	return x, true, nil

@@ -127,6 +127,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	// Datanodes forget revocations after a day, so no ticket may live longer.
 	ticketLifetime := f.durationRange("ticket-lifetime", time.Hour, 2*time.Second, 24*time.Hour, "lifetime of datanode tickets (clients refresh them before expiry)")
 	userAlloc := f.intRange("user-alloc-limit", 0, 0, 1<<40, "blocks (replicas counted) one user may hold in uncommitted transactions, counted in bytes\n(on sparse volumes a short block counts its pages); 0: seven eighths of the cluster's capacity")
+	journalSettle := f.durationRange("journal-settle", 50*time.Millisecond, time.Millisecond, 24*time.Hour, "journaled small appends (clients' PLASMAFS_JOURNAL_SMALL_WRITES): how long their datanodes'\nbackground sync waits to gather more; until then a crash has them replayed from the commit log")
 	var logSize int64 = 64 << 20
 	f.sizeRange(&logSize, "log-size", 64<<10, 1<<40, "commit log: preallocated size, and how much is logged before the log is checkpointed into the database and started over")
 	maxConns := f.intRange("max-conns", 4096, 16, 1<<20, "client connections (daemons and superusers may use 64 more)")
@@ -218,7 +219,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	nnCfg := namenode.Config{Cluster: *cluster, Blocksize: uint32(bs), Store: store, Fresh: *format, TxnTimeout: *txnTimeout,
 		LeaseTerm: *leaseTerm, HeartbeatTimeout: *hb, DeadAfter: *deadAfter, CopiesPerNode: *copies, DataSecurity: dataSec, DefaultRep: uint8(*rep), Logger: log, Security: sec, Credential: cred, TicketKey: tk, Delegator: deleg,
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
-		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits}
+		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits, JournalSettle: *journalSettle}
 	if grp.enabled() {
 		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg, adminAddr, *dnAdmin)
 		storeFailed = failed

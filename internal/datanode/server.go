@@ -239,6 +239,12 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 		c.Close()
 		return nil, err
 	}
+	// Writes of durable commits this volume may have lost (journal.go),
+	// before it counts as registered.
+	if resp, err = s.applyJournalPages(ctx, c, resp, addr, socket); err != nil {
+		c.Close()
+		return nil, unreachableError{err}
+	}
 	s.nodeID.Store(resp.Nodes[0].ID)
 	if len(resp.Counters) > 0 {
 		s.floor.raise(resp.Counters[0])

@@ -26,9 +26,22 @@ import (
 // (by id: id, flag) and RemoveNodes (id, identity). The earlier fields
 // are encoded as in format 1.
 
-// LogFormat is the format version EncodeChanges writes. A change of the
-// encoding gets a new version, and DecodeChanges keeps reading the old ones.
+//
+// Format 3 adds, after each change's datanode records, its journaled
+// writes (Journal: ino, block index, the block's generation, offset, the
+// block's checksum once the data is in place, data). Only a batch holding
+// journaled writes is written in format 3; every other batch is still
+// written in format 2, so a log written without journaled writes stays
+// readable by the programs that read format 2.
+
+// LogFormat is the format version EncodeChanges writes for a batch
+// without journaled writes. A change of the encoding gets a new version,
+// and DecodeChanges keeps reading the old ones.
 const LogFormat = 2
+
+// LogFormatJournal is the format version of a batch holding journaled
+// writes (Change.Journal), the newest this program reads.
+const LogFormatJournal = 3
 
 // ErrNewerFormat is returned for a record of a format newer than LogFormat.
 var ErrNewerFormat = errors.New("record format newer than this program")
@@ -37,9 +50,15 @@ var ErrNewerFormat = errors.New("record format newer than this program")
 // DecodeChanges reads it back. Replaying a decoded batch through Apply is
 // idempotent (every change is an upsert or a delete of whole rows).
 func EncodeChanges(changes []*Change) []byte {
+	version := uint64(LogFormat)
+	for _, c := range changes {
+		if len(c.Journal) > 0 {
+			version = LogFormatJournal
+		}
+	}
 	e := encoder{}
 	e.u8(0)
-	e.uv(LogFormat)
+	e.uv(version)
 	e.uv(uint64(len(changes)))
 	for _, c := range changes {
 		e.uv(uint64(len(c.PutInodes)))
@@ -91,6 +110,17 @@ func EncodeChanges(changes []*Change) []byte {
 		for _, d := range c.RemoveNodes {
 			e.u32(d.ID)
 			e.str(d.Identity)
+		}
+		if version >= LogFormatJournal {
+			e.uv(uint64(len(c.Journal)))
+			for _, j := range c.Journal {
+				e.uv(j.Ino)
+				e.uv(j.Index)
+				e.uv(j.Gen)
+				e.uv(uint64(j.Offset))
+				e.u32(j.CRC)
+				e.str(string(j.Data))
+			}
 		}
 	}
 	return e.b
@@ -161,9 +191,9 @@ func DecodeChanges(b []byte) ([]*Change, error) {
 			return nil, fmt.Errorf("decode changes: %w", d.err)
 		case version == 0:
 			return nil, errors.New("decode changes: format version 0 after the version marker")
-		case version > LogFormat:
+		case version > LogFormatJournal:
 			return nil, fmt.Errorf("%w: format %d, this program reads formats up to %d (a newer plasma wrote it: run that version or a later one)",
-				ErrNewerFormat, version, LogFormat)
+				ErrNewerFormat, version, LogFormatJournal)
 		}
 	}
 	out := decodeBatch(&d, version)
@@ -226,6 +256,22 @@ func decodeBatch(d *decoder, version uint64) []*Change {
 		}
 		if version >= 2 {
 			decodeNodeRecords(d, c)
+		}
+		if version >= LogFormatJournal {
+			for k := d.count(4); k > 0 && d.err == nil; k-- {
+				var j JournalWrite
+				j.Ino = d.uv()
+				j.Index = d.uv()
+				j.Gen = d.uv()
+				off := d.uv()
+				if off > 1<<31 {
+					d.fail("journaled write at offset %d", off)
+				}
+				j.Offset = uint32(off)
+				j.CRC = d.u32()
+				j.Data = append([]byte(nil), d.bytes()...)
+				c.Journal = append(c.Journal, j)
+			}
 		}
 		out = append(out, c)
 	}
@@ -304,4 +350,10 @@ func decodeExtents(d *decoder, version uint64) []Extent {
 		xs = append(xs, x)
 	}
 	return xs
+}
+
+// HoldsJournal reports whether a log record is of the format that holds
+// journaled writes (without decoding it).
+func HoldsJournal(record []byte) bool {
+	return len(record) > 1 && record[0] == 0 && record[1] == LogFormatJournal
 }

@@ -18,7 +18,7 @@ import (
 // changes it decoded to then (expected-records.txt). Format 0 is the
 // format from before the log had versions.
 func TestLogFormatGoldenDecodes(t *testing.T) {
-	for v := 0; v <= meta.LogFormat; v++ {
+	for v := 0; v <= meta.LogFormatJournal; v++ {
 		dir := fmt.Sprintf("testdata/logformat%d", v)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			got := decodeGoldenLog(t, dir)
@@ -126,6 +126,9 @@ func dumpChange(b *strings.Builder, c *meta.Change) {
 	}
 	for _, d := range c.RemoveNodes {
 		fmt.Fprintf(b, "  remove datanode %d identity=%s\n", d.ID, d.Identity)
+	}
+	for _, j := range c.Journal {
+		fmt.Fprintf(b, "  journal ino=%d index=%d gen=%d offset=%d crc=%x data=%q\n", j.Ino, j.Index, j.Gen, j.Offset, j.CRC, j.Data)
 	}
 }
 

@@ -47,9 +47,9 @@ func TestLogFormatRoundTrip(t *testing.T) {
 // saying so, not a misread; so is a truncated one of this format.
 func TestLogFormatNewerRefused(t *testing.T) {
 	b := EncodeChanges([]*Change{{InoLimit: 5}})
-	newer := append([]byte{0, LogFormat + 1}, b[2:]...)
+	newer := append([]byte{0, LogFormatJournal + 1}, b[2:]...)
 	if _, err := DecodeChanges(newer); !errors.Is(err, ErrNewerFormat) {
-		t.Errorf("record of format %d: %v, want ErrNewerFormat", LogFormat+1, err)
+		t.Errorf("record of format %d: %v, want ErrNewerFormat", LogFormatJournal+1, err)
 	}
 	if _, err := DecodeChanges(b[:len(b)-1]); err == nil {
 		t.Error("truncated record decoded")

@@ -119,9 +119,26 @@ type Change struct {
 	// Touch raises the mtime (and with it the ctime) of directories whose entries changed; it
 	// needs no lock and must not overwrite other attributes.
 	Touch map[uint64]int64
+	// Journal: small writes made durable by this record of the commit log
+	// (log format 3), to be applied again to the datanodes' blocks after
+	// a crash (the namenode's journal.go). The store does not keep them:
+	// Apply ignores them.
+	Journal []JournalWrite
 	// LogSeq records that the store now holds the namenode's commit log
 	// up to this record (0: unchanged). Not part of the log's own records.
 	LogSeq uint64
+}
+
+// JournalWrite is a journaled write: Data placed at Offset of file Ino's
+// block Index, of allocation generation Gen, whose checksum (the whole
+// block, zero-padded) is CRC once Data is in place.
+type JournalWrite struct {
+	Ino    uint64
+	Index  uint64
+	Gen    uint64
+	Offset uint32
+	CRC    uint32
+	Data   []byte
 }
 
 // Store makes metadata durable. Implementations are used by one goroutine

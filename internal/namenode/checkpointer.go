@@ -70,6 +70,11 @@ type checkpointer struct {
 	quit   chan struct{} // closed by stop: a retry's wait ends
 	once   sync.Once
 
+	// carry, if set, returns what a log that starts over must hold again
+	// (the journaled writes not yet synced on their datanodes, journal.go;
+	// nil: nothing); set before the first append.
+	carry func() *meta.Change
+
 	mu      sync.Mutex
 	cond    *sync.Cond
 	q       []ckptBatch // logged batches not yet in the store
@@ -136,7 +141,25 @@ func (c *checkpointer) restart() error {
 	if err := c.store.(meta.Syncer).Sync(); err != nil {
 		return fmt.Errorf("sync the store before restarting the commit log: %w", err)
 	}
-	return c.log.Reset()
+	if err := c.log.Reset(); err != nil {
+		return err
+	}
+	if c.carry == nil {
+		return nil
+	}
+	if ch := c.carry(); ch != nil {
+		seq, err := c.log.Append(meta.EncodeChanges([]*meta.Change{ch}))
+		if err != nil {
+			return fmt.Errorf("carry journaled writes into the restarted commit log: %w", err)
+		}
+		// Durable before anything else overwrites the old log's records
+		// (Reset is lazy): a torn first record would end the old chain.
+		if err := c.log.Sync(); err != nil {
+			return fmt.Errorf("sync journaled writes carried into the restarted commit log: %w", err)
+		}
+		c.queue(seq, []*meta.Change{ch})
+	}
+	return nil
 }
 
 // waitAll returns once the store holds every batch queued so far, or

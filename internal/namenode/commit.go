@@ -24,6 +24,8 @@ type commitReq struct {
 	// dataNodes: the datanodes holding its data unsynced, as registered
 	// when it got blocks there (FlagUnsyncedData; datasync.go).
 	dataNodes map[uint32]*conn
+	// journal: its journaled writes, pending once applied (journal.go).
+	journal []*journalEntry
 }
 
 // prepareCommit turns tx's private state into a store change, in the
@@ -211,6 +213,7 @@ func (s nnStore) applied(batch []*commitReq) {
 		n.applyCommit(r.tx, r.change)
 		n.commits.Add(1)
 		n.pendDataSync(r.dataNodes)
+		n.journalApplied(r)
 	}
 }
 
@@ -247,6 +250,9 @@ func (s nnStore) sync() error {
 	n.mu.Lock()
 	n.durableSeq = seq
 	n.releaseFrees()
+	if len(n.journal.entries) > 0 {
+		n.kickJournal() // their datanodes may sync now (journal.go)
+	}
 	n.mu.Unlock()
 	return nil
 }

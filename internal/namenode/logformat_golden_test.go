@@ -31,7 +31,7 @@ import (
 // commit makes (TestLogReplayGivesNamenodeState). Each must replay, forever, into
 // the state its namenode had (expected-state.txt). Format 0 is the format
 // from before the log had versions.
-var goldenLogs = []string{"../meta/testdata/logformat0", "../meta/testdata/logformat1", "../meta/testdata/logformat2"}
+var goldenLogs = []string{"../meta/testdata/logformat0", "../meta/testdata/logformat1", "../meta/testdata/logformat2", "../meta/testdata/logformat3"}
 
 // TestLogFormatGoldenReplays: each golden log replays into the checkpoint
 // database it was written over, giving exactly the state the namenode
@@ -254,7 +254,9 @@ func writeGolden(t *testing.T, out string) {
 		}
 		dns = append(dns, srv)
 	}
-	cl, err := client.New(context.Background(), client.Config{Namenodes: []string{ln.Addr().String()}, Security: "none", DataSecurity: "none"})
+	// Journaled: the small extension below is logged with its bytes (log
+	// format 3, journal.go).
+	cl, err := client.New(context.Background(), client.Config{Namenodes: []string{ln.Addr().String()}, Security: "none", DataSecurity: "none", JournalSmallWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,10 @@ const defaultLogSize = 64 << 20
 
 // openLog opens the commit log and brings the store up to date with it
 // before anything is loaded into memory.
-func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, error) {
+//
+// journaled receives the journaled writes of every record the log holds,
+// in order, also those already in the store (journal.go); nil: not wanted.
+func openLog(cfg Config, snap *meta.Snapshot, journaled func([]meta.JournalWrite)) (*commitlog.Log, *meta.Snapshot, error) {
 	size := cfg.LogSize
 	if size == 0 {
 		size = defaultLogSize
@@ -37,6 +40,15 @@ func openLog(cfg Config, snap *meta.Snapshot) (*commitlog.Log, *meta.Snapshot, e
 	replayed := 0
 	last := snap.LogSeq
 	l, err := commitlog.Open(cfg.LogPath, size, snap.LogSeq+1, func(seq uint64, payload []byte) error {
+		if journaled != nil && meta.HoldsJournal(payload) {
+			changes, err := meta.DecodeChanges(payload)
+			if err != nil {
+				return err
+			}
+			for _, c := range changes {
+				journaled(c.Journal)
+			}
+		}
 		if seq <= snap.LogSeq {
 			return nil // already in the store
 		}
@@ -81,7 +93,7 @@ func ReplayLog(store meta.Store, path string) error {
 	if err != nil {
 		return err
 	}
-	l, _, err := openLog(Config{Store: store, LogPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, snap)
+	l, _, err := openLog(Config{Store: store, LogPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, snap, nil)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,9 @@ type Config struct {
 	// LogSize is the log's preallocated size and the amount of records
 	// after which it is checkpointed and started over (default 64 MiB).
 	LogSize int64
+	// JournalSettle is how long the background sync of journaled small
+	// writes' datanodes waits to gather more (journal.go; default 50 ms).
+	JournalSettle time.Duration
 
 	// Group, if set, makes this namenode the leader of a namenode group
 	// (group.go): its batches go through the group's Raft log instead of
@@ -187,6 +190,9 @@ type Namenode struct {
 	// dataSync: datanodes holding data of async commits applied since the
 	// last sync, which the next sync has sync first (mu; datasync.go).
 	dataSync map[uint32]*conn
+	// journal: journaled writes not yet synced on every replica (mu;
+	// journal.go).
+	journal journalState
 
 	// The commit log and its checkpointer (nil without a log).
 	ckpt *checkpointer
@@ -275,8 +281,9 @@ func New(cfg Config) (*Namenode, error) {
 		return nil, err
 	}
 	var clog *commitlog.Log
+	var journaled []meta.JournalWrite // the log's (journal.go)
 	if cfg.LogPath != "" && cfg.Group == nil {
-		if clog, snap, err = openLog(cfg, snap); err != nil {
+		if clog, snap, err = openLog(cfg, snap, func(ws []meta.JournalWrite) { journaled = append(journaled, ws...) }); err != nil {
 			return nil, err
 		}
 	}
@@ -370,6 +377,8 @@ func New(cfg Config) (*Namenode, error) {
 	n.inos = inoCounter{next: snap.InoLimit, limit: snap.InoLimit}
 	if clog != nil {
 		n.ckpt = newCheckpointer(clog, cfg.LogSize, cfg.Store, snap.LogSeq, n.fatal, n.log)
+		n.ckpt.carry = n.journalCarry
+		n.loadJournal(journaled)
 	}
 	n.wg.Add(3)
 	go func() {

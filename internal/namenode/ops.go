@@ -83,7 +83,7 @@ func init() {
 			return n.extendOp(tx, who, q)
 		}},
 		wire.OpSetBlocks: {opNeedsTxn | opReachIno, func(n *Namenode, _ *conn, tx *Txn, who *auth.Identity, q *wire.Request) (*wire.Response, error) {
-			return n.setBlocks(tx, who, q)
+			return n.setBlocksJournaled(tx, who, q) // journal.go
 		}},
 		wire.OpDelegate:       {opOutsideTxn, (*Namenode).opDelegate},
 		wire.OpNodeAdmin:      {opSuperuser, (*Namenode).opNodeAdmin},

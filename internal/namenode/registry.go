@@ -122,7 +122,9 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		rec.Blocks = ni.Blocks
 	default:
 		// Known, unchanged: nothing to write.
-		return nil, &wire.Response{Nodes: []wire.NodeInfo{n.admit(dn, c, ni, ns, q.Extents)}, Counters: n.registrationCounters(n.registrationFloor())}
+		out := n.admit(dn, c, ni, ns, q.Extents)
+		journal, more := n.journalFor(dn.ID, c)
+		return nil, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: n.registrationCounters(n.registrationFloor(), more), Journal: journal}
 	}
 	// Until the record is durable the datanode is invisible: not listed,
 	// given no blocks, and its id is reserved here. A dead datanode that
@@ -148,8 +150,9 @@ func (n *Namenode) prepareRegister(c *conn, id uint64, q *wire.Request) (*commit
 		}
 		out := n.admit(dn, c, &info, ns, slots)
 		floor := n.registrationFloor() // under n.mu: below every ticket for it from now on
+		journal, more := n.journalFor(dn.ID, c)
 		n.mu.Unlock()
-		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: n.registrationCounters(floor)})
+		c.sendAsync(id, &wire.Response{Nodes: []wire.NodeInfo{out}, Counters: n.registrationCounters(floor, more), Journal: journal})
 	}}, nil
 }
 

@@ -61,7 +61,7 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, flags uint32, resp *w
 		return
 	}
 	var dataNodes map[uint32]*conn
-	if unsyncedFlag && async {
+	if unsyncedFlag {
 		var err error
 		if dataNodes, err = n.unsyncedDataNodes(tx); err != nil {
 			n.endTxn(tx, false)
@@ -83,6 +83,9 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, flags uint32, resp *w
 	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c, dataNodes: dataNodes,
 		reply:  func(error) { acked(); c.sendAsync(id, resp) },
 		direct: func() { acked(); c.send(id, resp) }}
+	if unsyncedFlag && !async {
+		n.journalCommit(tx, req) // or its datanodes sync before the log fsync
+	}
 	n.mu.Unlock()
 	n.cm.submit(req, c)
 }

@@ -21,7 +21,12 @@ func (n *Namenode) seal(t auth.Ticket) []byte {
 
 // registrationCounters is what a registering datanode is told: the least
 // sequence number of the tickets that write it must accept from now on
-// (floor), and this namenode's term.
-func (n *Namenode) registrationCounters(floor uint64) []uint64 {
-	return []uint64{floor, n.cfg.Term}
+// (floor), this namenode's term, and 1 if more pages of journaled writes
+// follow (journal.go).
+func (n *Namenode) registrationCounters(floor uint64, moreJournal bool) []uint64 {
+	more := uint64(0)
+	if moreJournal {
+		more = 1
+	}
+	return []uint64{floor, n.cfg.Term, more}
 }

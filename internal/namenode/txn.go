@@ -36,6 +36,8 @@ type Txn struct {
 	user       string           // who began it ("" at security level none)
 	allocCount uint64           // bytes (replicas counted) allocated, charged to user
 	freed      []run            // blocks dropped from block lists
+
+	journal []meta.JournalWrite // small writes the commit may journal (journal.go)
 }
 
 // seenVersion is the committed version of a file a transaction read: its

@@ -27,6 +27,7 @@ const (
 	rNode
 	rIno2
 	rReqID
+	rJournal
 )
 
 // AppendRequest appends the encoding of r to b.
@@ -56,6 +57,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	set(r.Node != nil, rNode)
 	set(r.Ino2 != 0, rIno2)
 	set(r.ReqID != 0, rReqID)
+	set(len(r.Journal) > 0, rJournal)
 	e := Enc{B: b}
 	e.U8(uint8(r.Op))
 	e.Uv(m)
@@ -118,6 +120,9 @@ func AppendRequest(b []byte, r *Request) []byte {
 	}
 	if m&rReqID != 0 {
 		e.U64(r.ReqID)
+	}
+	if m&rJournal != 0 {
+		encJournal(&e, r.Journal)
 	}
 	return e.B
 }
@@ -186,6 +191,9 @@ func DecodeRequest(b []byte) (*Request, error) {
 	}
 	if m&rReqID != 0 {
 		r.ReqID = d.U64()
+	}
+	if m&rJournal != 0 {
+		r.Journal = decJournal(&d)
 	}
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")
@@ -369,6 +377,7 @@ const (
 	pProblems
 	pFiles
 	pEntryAttrs // every entry's attributes follow the entries
+	pJournal
 )
 
 // AppendResponse appends the encoding of r to b.
@@ -403,6 +412,9 @@ func AppendResponse(b []byte, r *Response) []byte {
 	}
 	if len(r.Entries) > 0 && r.Entries[0].Attr != nil {
 		m |= pEntryAttrs
+	}
+	if len(r.Journal) > 0 {
+		m |= pJournal
 	}
 	e := Enc{B: b}
 	e.U8(uint8(r.Code))
@@ -459,6 +471,9 @@ func AppendResponse(b []byte, r *Response) []byte {
 			e.U8(f.Rep)
 			encExtents(&e, f.Extents)
 		}
+	}
+	if m&pJournal != 0 {
+		encJournal(&e, r.Journal)
 	}
 	return e.B
 }
@@ -538,6 +553,9 @@ func DecodeResponse(b []byte) (*Response, error) {
 			f.Extents = decExtents(&d)
 			r.Files = append(r.Files, f)
 		}
+	}
+	if m&pJournal != 0 {
+		r.Journal = decJournal(&d)
 	}
 	if d.Err == nil && len(d.B) != 0 {
 		d.fail("trailing bytes")

@@ -76,9 +76,10 @@ const (
 	FlagAt                   // Path (Path2) is one name in directory Ino (Ino2), not a path: lookup, create, unlink, rename, link
 	FlagCommit               // commit the transaction after this request succeeds, in the same round trip
 	FlagAsync                // Commit, FlagCommit: acknowledge once applied, durable within the namenode's window
-	// FlagUnsyncedData (Commit, FlagCommit, with FlagAsync): the datanodes
-	// have not synced the transaction's data; the namenode has them sync
-	// before the log fsync that makes the commit durable.
+	// FlagUnsyncedData (Commit, FlagCommit): the datanodes have not synced
+	// the transaction's data; the namenode has them sync before the log
+	// fsync that makes the commit durable (with FlagAsync), or journals it
+	// (a durable commit whose data is all in Journal, journal.go).
 	FlagUnsyncedData
 )
 
@@ -229,6 +230,9 @@ type Request struct {
 	// ReqID names the client's transaction (or lone request) in the logs
 	// of the namenode and the datanodes (0: none); see FormatReqID.
 	ReqID uint64
+	// Journal: the small in-place writes of this request's file that the
+	// commit journals (journal.go).
+	Journal []JournalWrite
 }
 
 // Code is an error code carried in a response.
@@ -268,6 +272,9 @@ type Response struct {
 	Counters []uint64
 	Problems []string
 	Files    []FileBlocks
+	// Journal: a registration's writes to apply before taking others
+	// (journal.go).
+	Journal []JournalWrite
 }
 
 // FileBlocks is one file's block list, as returned by fsck.
