@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,6 +13,10 @@ import (
 type pairedRates struct {
 	bytes  int64
 	series map[string]*pairSeries
+	// beforeEach, if set, runs untimed before each timed side: to give
+	// both the same starting state (a local copy removed, so neither
+	// pays for truncating the other's).
+	beforeEach func() error
 }
 
 type pairSeries struct{ ours, ref, ratio []float64 }
@@ -30,13 +35,28 @@ func (p *pairedRates) run(key string, ref, ours func() error) error {
 // over both sides.
 func (p *pairedRates) runOrdered(key string, oursFirst bool, ref, ours func() error) error {
 	var dr, do time.Duration
+	prepare := func() error {
+		if p.beforeEach == nil {
+			return nil
+		}
+		if err := p.beforeEach(); err != nil {
+			return fmt.Errorf("%s: before a timed run: %w", key, err)
+		}
+		return nil
+	}
 	timeRef := func() (err error) {
+		if err := prepare(); err != nil {
+			return err
+		}
 		if dr, err = timeIt(ref); err != nil {
 			return fmt.Errorf("%s reference: %w", key, err)
 		}
 		return nil
 	}
 	timeOurs := func() (err error) {
+		if err := prepare(); err != nil {
+			return err
+		}
 		if do, err = timeIt(ours); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
@@ -75,4 +95,17 @@ func (p *pairedRates) add(rep *Report, key string, res Result) {
 func (p *pairedRates) mediansRatio(key string) float64 {
 	s := p.series[key]
 	return median(s.ours) / median(s.ref)
+}
+
+// pairRatios lists key's per-pair ratios in the order measured, for a
+// report to show their spread beside the median.
+func (p *pairedRates) pairRatios(key string) string {
+	var b strings.Builder
+	for i, r := range p.series[key].ratio {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.2f", r)
+	}
+	return b.String()
 }

@@ -16,12 +16,13 @@ func cmdBenchWebHDFS(ctx context.Context, args []string) error {
 	f := cli.NewFlags(prog, "webhdfs", "[-size BYTES] [-runs N] [-entries N] [options]",
 		`Start a WebHDFS gateway in this process on loopback (as 'plasma webhdfs' serves, with this
 process's cluster credential, acting for the current user by pseudo authentication) and measure:
-a file of -size bytes written with the two-step CREATE in one stream and read with OPEN, each
-paired with the same bytes put with the client's CopyIn and got with WriteTo (what 'plasma put'
-and 'plasma get' do), -runs times, which of a pair goes first alternating; then a directory of
+a file of -size bytes written with the two-step CREATE in one stream beside the same bytes put
+with the client's CopyIn (what 'plasma put' does), and the file put read with OPEN beside the
+same file got with WriteTo (what 'plasma get' does), each into a new file in -localdir, -runs
+times, which of a pair goes first alternating; then a directory of
 -entries empty files listed with one LISTSTATUS beside a GETFILESTATUS of each entry. Prints
-each rate, the medians of the per-pair ratios (goal ≥ 0.7) and the listing's time ratio (goal
-< 0.2).`, true)
+each rate, the medians of the per-pair ratios (goal ≥ 0.7) with each pair's ratio, and the
+listing's time ratio (goal < 0.2).`, true)
 	asJSON := f.Bool("json", false, "print JSON")
 	var o bench.WebHDFSOptions
 	o.Size = 256 << 20
