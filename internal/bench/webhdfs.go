@@ -78,7 +78,7 @@ func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, 
 		{"write", "WebHDFS CREATE (two-step, one stream)", "plasma put (CopyIn)"},
 		{"read", "WebHDFS OPEN", "plasma get (WriteTo)"},
 	} {
-		pairs.add(rep, k.key, Result{Name: k.name, RefName: k.ref, Note: "ratio: median of per-pair ratios (goal ≥ 0.7): " + pairs.pairRatios(k.key)})
+		pairs.add(rep, k.key, Result{Name: k.name, RefName: k.ref, Note: "ratio: median of per-pair ratios (goal ≥ 0.7): " + pairs.pairRatios(k.key) + "; " + pairs.cpuNote(k.key)})
 	}
 	if err := benchListing(ctx, c, gw, rep, o); err != nil {
 		return nil, err
