@@ -282,14 +282,19 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64, limit int64) (int64, erro
 		err  error
 		done chan struct{}
 	}
-	slots := make([]*slot, writeToAhead)
+	// No more slots than blocks in the range, their buffers from the
+	// block pool (each fetch path fills the whole block): a fresh,
+	// zeroed megabyte per slot cost a small file's WriteTo (a WebHDFS
+	// OPEN of a few KiB) eight of them per call.
+	slots := make([]*slot, min(writeToAhead, last-first+1))
 	for i := range slots {
-		slots[i] = &slot{buf: make([]byte, r.bs)}
+		slots[i] = &slot{buf: getBlockBuf(r.bs, false)}
 	}
+	ahead := uint64(len(slots))
 	// The block sources are looked up under the lock; the fetches run
 	// without it.
 	start := func(idx uint64) {
-		s := slots[idx%writeToAhead]
+		s := slots[idx%ahead]
 		s.done = make(chan struct{})
 		locs, crc, done, err := r.source(idx, s.buf)
 		if err != nil || done {
@@ -303,13 +308,13 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64, limit int64) (int64, erro
 		}()
 	}
 	next := first
-	for ; next <= last && next < first+writeToAhead; next++ {
+	for ; next <= last && next < first+ahead; next++ {
 		start(next)
 	}
 	var written int64
 	var werr error
 	for idx := first; idx <= last; idx++ {
-		s := slots[idx%writeToAhead]
+		s := slots[idx%ahead]
 		r.mu.Unlock()
 		<-s.done
 		r.mu.Lock()
@@ -345,6 +350,7 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64, limit int64) (int64, erro
 		if s.done != nil {
 			<-s.done
 		}
+		putBlockBuf(s.buf)
 	}
 	r.mu.Lock()
 	return written, werr

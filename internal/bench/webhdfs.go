@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,21 +23,26 @@ import (
 
 // WebHDFSOptions are the parameters of the WebHDFS gateway benchmark.
 type WebHDFSOptions struct {
-	Size     int64  // bytes of the file written and read
-	Runs     int    // repetitions (medians reported)
-	Entries  int    // entries of the listed directory
-	LocalDir string // where the local source and copies go
+	Size    int64 // bytes of the file written and read
+	Runs    int   // repetitions (medians reported)
+	Entries int   // entries of the listed directory
+	// SmallOpens is how many OPENs of a small file each run times beside
+	// as many gets of it (0: none).
+	SmallOpens int
+	LocalDir   string // where the local source and copies go
 }
 
 // webhdfsBenchDir is the PlasmaFS directory the benchmark works in.
 const webhdfsBenchDir = "/plasma-bench-webhdfs"
 
 // WebHDFS measures a gateway serving c, started in this process on
-// loopback: a file written with the two-step CREATE (one stream) and read
-// with OPEN, each right after the same bytes put with the client's CopyIn
-// and got with WriteTo ('plasma put'/'get'), alternating (which of a pair
-// goes first too); then listing a
-// directory of o.Entries files with one LISTSTATUS beside o.Entries
+// loopback: a file written with the two-step CREATE (one stream) beside
+// the same bytes put with the client's CopyIn ('plasma put'), and one
+// PlasmaFS file read with OPEN beside the same file got with WriteTo
+// ('plasma get'), each side into a new local file (the previous copy
+// removed untimed, so that neither side pays for truncating the other's
+// dirty pages), which side of a pair goes first alternating; then listing
+// a directory of o.Entries files with one LISTSTATUS beside o.Entries
 // GETFILESTATUS requests (over one keep-alive connection).
 func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, error) {
 	rep := &Report{Bench: "webhdfs", Started: time.Now(), Params: fmt.Sprintf("size=%d runs=%d entries=%d localdir=%s", o.Size, o.Runs, o.Entries, o.LocalDir)}
@@ -55,6 +64,7 @@ func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, 
 	defer removeBenchTree(context.WithoutCancel(ctx), c, gw, webhdfsBenchDir)
 
 	pairs := newPairedRates(o.Size)
+	pairs.beforeEach = func() error { return removeLocal(dst) }
 	native, viaGW := webhdfsBenchDir+"/put", webhdfsBenchDir+"/create"
 	for run := 0; run < o.Runs; run++ {
 		removeIfExists(ctx, c, native)
@@ -62,8 +72,10 @@ func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, 
 		if err := pairs.runOrdered("write", run%2 == 1, put, func() error { return gw.create(viaGW, src, o.Size) }); err != nil {
 			return nil, err
 		}
+		// Both sides read the same file (the one put above), from the
+		// same page cache state but for what the first leaves the second.
 		get := func() error { return getToFile(ctx, c, native, dst) }
-		if err := pairs.runOrdered("read", run%2 == 1, get, func() error { return gw.open(viaGW, dst) }); err != nil {
+		if err := pairs.runOrdered("read", run%2 == 1, get, func() error { return gw.open(native, dst) }); err != nil {
 			return nil, err
 		}
 	}
@@ -71,12 +83,85 @@ func WebHDFS(ctx context.Context, c *client.Client, o WebHDFSOptions) (*Report, 
 		{"write", "WebHDFS CREATE (two-step, one stream)", "plasma put (CopyIn)"},
 		{"read", "WebHDFS OPEN", "plasma get (WriteTo)"},
 	} {
-		pairs.add(rep, k.key, Result{Name: k.name, RefName: k.ref, Note: "ratio: median of per-pair ratios (goal ≥ 0.7)"})
+		pairs.add(rep, k.key, Result{Name: k.name, RefName: k.ref, Note: "ratio: median of per-pair ratios (goal ≥ 0.7): " + pairs.pairRatios(k.key) + "; " + pairs.cpuNote(k.key)})
+	}
+	if o.SmallOpens > 0 {
+		if err := benchSmallOpens(ctx, c, gw, rep, o); err != nil {
+			return nil, err
+		}
 	}
 	if err := benchListing(ctx, c, gw, rep, o); err != nil {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// smallOpenSize is the size of the file benchSmallOpens reads.
+const smallOpenSize = 4 << 10
+
+// benchSmallOpens times o.SmallOpens OPENs of a file of smallOpenSize
+// bytes beside as many gets of it (each a transaction, an open and
+// WriteTo, as 'plasma get' does), both read into memory, which of the two
+// goes first alternating: what a request costs the gateway beyond the
+// read itself.
+func benchSmallOpens(ctx context.Context, c *client.Client, gw *gateway, rep *Report, o WebHDFSOptions) error {
+	name := webhdfsBenchDir + "/small"
+	data := make([]byte, smallOpenSize)
+	if _, err := rand.Read(data); err != nil {
+		return err
+	}
+	if _, err := c.CopyIn(ctx, bytes.NewReader(data), name, client.CopyOptions{}); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	opens := func() error {
+		for range o.SmallOpens {
+			resp, err := gw.do(http.MethodGet, gw.url(name, "OPEN"), nil, 0, http.StatusOK)
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(b, data) {
+				return fmt.Errorf("OPEN %s: %d bytes, not the %d written", name, len(b), len(data))
+			}
+		}
+		return nil
+	}
+	gets := func() error {
+		var b bytes.Buffer
+		for range o.SmallOpens {
+			b.Reset()
+			if err := getTo(ctx, c, name, &b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var ours, refs []float64
+	for run := 0; run < o.Runs; run++ {
+		first, second := opens, gets
+		if run%2 == 1 {
+			first, second = gets, opens
+		}
+		d1, err := timeIt(first)
+		if err != nil {
+			return err
+		}
+		d2, err := timeIt(second)
+		if err != nil {
+			return err
+		}
+		if run%2 == 1 {
+			d1, d2 = d2, d1
+		}
+		ours, refs = append(ours, d1.Seconds()), append(refs, d2.Seconds())
+	}
+	rep.add(Result{Name: fmt.Sprintf("%d OPENs of a %d-byte file", o.SmallOpens, smallOpenSize), Unit: "ms", Ours: 1000 * median(ours),
+		RefName: fmt.Sprintf("%d gets (WriteTo)", o.SmallOpens), Ref: 1000 * median(refs), Note: "ratio: time (no goal; medians)"})
+	return nil
 }
 
 // benchListing times one LISTSTATUS of a directory of o.Entries files
@@ -278,6 +363,14 @@ func createEmptyFiles(ctx context.Context, c *client.Client, dir string, n int) 
 	return nil
 }
 
+// removeLocal removes the local file name if it is there.
+func removeLocal(name string) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // getToFile gets PlasmaFS file name into the local file dst.
 func getToFile(ctx context.Context, c *client.Client, name, dst string) error {
 	f, err := os.Create(dst)
@@ -300,8 +393,10 @@ func removeBenchTree(ctx context.Context, c *client.Client, g *gateway, dir stri
 		}
 	}
 	c.Txn(ctx, func(ctx context.Context, tx *client.Txn) error {
-		if err := tx.Unlink(ctx, dir+"/put"); err != nil && !isNotFound(err) {
-			return err
+		for _, name := range []string{dir + "/put", dir + "/small"} {
+			if err := tx.Unlink(ctx, name); err != nil && !isNotFound(err) {
+				return err
+			}
 		}
 		return tx.Rmdir(ctx, dir)
 	})
