@@ -1,0 +1,160 @@
+package fusefs
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/plasmafs/plasma/client"
+	"github.com/plasmafs/plasma/internal/vfs"
+)
+
+// pageCache decides when the kernel drops the pages it caches of a file:
+// the mount, not the kernel, does it, and never while this mount has the
+// file open for writing.
+//
+// Why: without the writeback cache the kernel copies a write(2) into the
+// file's cached pages and only then sends the WRITE; a page that was
+// already up to date (a reader had read the end of the file) is unlocked
+// in between. If the kernel drops the file's pages meanwhile (it did at
+// every open without FOPEN_KEEP_CACHE, and at every attribute reply with
+// a new mtime or size under CAP_AUTO_INVAL_DATA: after each write, for
+// the next read) and a reader reads that page again before the WRITE
+// arrives, the READ is answered from the file without the write: ending
+// at the old end of the file, the kernel fills the rest of the page with
+// zeros, and keeps them once the write has grown the file past them. The
+// kernel checks for writes in flight before it drops pages, but not under
+// the same lock, so no timing on our side can avoid that.
+//
+// So the mount asks for explicit data cache control (the kernel drops
+// pages on its own only where the size shrinks), answers every open with
+// FOPEN_KEEP_CACHE, and drops a file's pages itself (FUSE_NOTIFY_INVAL_INODE,
+// which returns once they are gone) where the kernel did before: at an
+// open (close-to-open consistency) and when it shows the kernel new
+// attributes of the file. It does so only while no handle of this mount
+// has the file open for writing, under a per-file lock that opening for
+// writing also takes: a write can be in flight only while such a handle
+// is open. What such a file's pages miss of another client's changes
+// meanwhile (the first committer wins on file data: the mount's own
+// uncommitted writes conflict with them) is dropped when the mount's
+// last writer of the file closes it.
+type pageCache struct {
+	v   *vfs.VFS
+	srv atomic.Pointer[fuse.Server]
+
+	locks [256]sync.Mutex // by inode number: dropping pages, opening for writing
+
+	mu sync.Mutex
+	// shown is the size and mtime last shown to the kernel of each
+	// regular file it knows (until it forgets the inode).
+	shown map[uint64]shownAttr
+}
+
+type shownAttr struct {
+	size  int64
+	mtime int64 // Unix ns
+}
+
+func newPageCache(v *vfs.VFS) *pageCache {
+	return &pageCache{v: v, shown: map[uint64]shownAttr{}}
+}
+
+func (pc *pageCache) lock(ino uint64) *sync.Mutex {
+	m := &pc.locks[ino%uint64(len(pc.locks))]
+	m.Lock()
+	return m
+}
+
+// drop makes the kernel drop its cached pages of ino. It returns once
+// they are gone. Called with ino's lock held, and only when no handle of
+// this mount has the file open for writing (or the only one is being
+// opened: its writes come after).
+func (pc *pageCache) drop(ino uint64) {
+	if srv := pc.srv.Load(); srv != nil {
+		// An error means the kernel does not know the inode (then it has
+		// no pages of it) or is unmounting.
+		srv.InodeNotify(ino, 0, 0)
+	}
+}
+
+// dropUnlessWriting drops the kernel's pages of ino unless a handle of
+// this mount has the file open for writing.
+func (pc *pageCache) dropUnlessWriting(ino uint64) {
+	m := pc.lock(ino)
+	defer m.Unlock()
+	if pc.v.Writers(ino) == 0 {
+		pc.drop(ino)
+	}
+}
+
+// open runs open (of file ino) so that the kernel keeps no pages of a
+// version older than the one this open reads (close-to-open
+// consistency): they are dropped after it, unless another handle of this
+// mount has the file open for writing (then they hold this mount's writes
+// over the version it opened). Its reply tells the kernel to keep its
+// cache (FOPEN_KEEP_CACHE).
+func (pc *pageCache) open(ino uint64, open func() error) error {
+	m := pc.lock(ino)
+	defer m.Unlock()
+	writing := pc.v.Writers(ino) > 0
+	if err := open(); err != nil {
+		return err
+	}
+	if !writing {
+		pc.drop(ino)
+	}
+	return nil
+}
+
+// created is told of a file just created and opened (by a handle for
+// writing if write): the kernel's pages of it, if the name was created by
+// another client meanwhile and the file is not new, are dropped unless
+// another handle has it open for writing.
+func (pc *pageCache) created(ino uint64, write bool) {
+	m := pc.lock(ino)
+	defer m.Unlock()
+	mine := 0
+	if write {
+		mine = 1
+	}
+	if pc.v.Writers(ino) <= mine {
+		pc.drop(ino)
+	}
+}
+
+// show is told of the attributes a of a reply about to go to the kernel.
+// A regular file whose size or mtime differs from what the kernel was
+// last shown has changed (through another client, or this mount): the
+// kernel's pages of it are dropped first, as the kernel did itself under
+// CAP_AUTO_INVAL_DATA, unless the file is open for writing here.
+func (pc *pageCache) show(a vfs.Attr) {
+	if a.Type != client.TypeFile {
+		return
+	}
+	now := shownAttr{a.Size, a.Mtime.UnixNano()}
+	pc.mu.Lock()
+	before, known := pc.shown[a.Ino]
+	pc.shown[a.Ino] = now
+	pc.mu.Unlock()
+	if known && before != now {
+		pc.dropUnlessWriting(a.Ino)
+	}
+}
+
+// released is told that a handle of ino was released. When it was open
+// for writing, the pages its writes kept from being dropped are dropped
+// now if it was the last such handle: another client's changes show
+// from then on.
+func (pc *pageCache) released(ino uint64, wrote bool) {
+	if wrote {
+		pc.dropUnlessWriting(ino)
+	}
+}
+
+// forget is told that the kernel forgot ino (it has no pages of it).
+func (pc *pageCache) forget(ino uint64) {
+	pc.mu.Lock()
+	delete(pc.shown, ino)
+	pc.mu.Unlock()
+}
