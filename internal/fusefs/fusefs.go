@@ -349,7 +349,7 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 	if err != nil {
 		return status(err)
 	}
-	fs.pages.created(a.Ino, int(in.Flags)&syscall.O_ACCMODE != syscall.O_RDONLY)
+	fs.pages.created(a, int(in.Flags)&syscall.O_ACCMODE != syscall.O_RDONLY)
 	fs.fillEntry(a, &out.EntryOut)
 	out.OpenOut.Fh = fh
 	out.OpenOut.OpenFlags |= fuse.FOPEN_KEEP_CACHE

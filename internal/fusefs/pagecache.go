@@ -49,6 +49,10 @@ type pageCache struct {
 	// shown is the size and mtime last shown to the kernel of each
 	// regular file it knows (until it forgets the inode).
 	shown map[uint64]shownAttr
+	// kept holds the files whose pages were kept although they changed,
+	// because they were open for writing here: dropped when the last
+	// writer closes.
+	kept map[uint64]bool
 }
 
 type shownAttr struct {
@@ -57,7 +61,7 @@ type shownAttr struct {
 }
 
 func newPageCache(v *vfs.VFS) *pageCache {
-	return &pageCache{v: v, shown: map[uint64]shownAttr{}}
+	return &pageCache{v: v, shown: map[uint64]shownAttr{}, kept: map[uint64]bool{}}
 }
 
 func (pc *pageCache) lock(ino uint64) *sync.Mutex {
@@ -79,11 +83,20 @@ func (pc *pageCache) drop(ino uint64) {
 }
 
 // dropUnlessWriting drops the kernel's pages of ino unless a handle of
-// this mount has the file open for writing.
+// this mount has the file open for writing; then they are kept until the
+// last one closes.
 func (pc *pageCache) dropUnlessWriting(ino uint64) {
 	m := pc.lock(ino)
 	defer m.Unlock()
-	if pc.v.Writers(ino) == 0 {
+	writing := pc.v.Writers(ino) > 0
+	pc.mu.Lock()
+	if writing {
+		pc.kept[ino] = true
+	} else {
+		delete(pc.kept, ino)
+	}
+	pc.mu.Unlock()
+	if !writing {
 		pc.drop(ino)
 	}
 }
@@ -108,10 +121,14 @@ func (pc *pageCache) open(ino uint64, open func() error) error {
 }
 
 // created is told of a file just created and opened (by a handle for
-// writing if write): the kernel's pages of it, if the name was created by
-// another client meanwhile and the file is not new, are dropped unless
-// another handle has it open for writing.
-func (pc *pageCache) created(ino uint64, write bool) {
+// writing if write): if the name was created by another client meanwhile
+// and the file has data, the kernel's pages of it are dropped unless
+// another handle has it open for writing. (A new file has none.)
+func (pc *pageCache) created(a vfs.Attr, write bool) {
+	if a.Size == 0 {
+		return
+	}
+	ino := a.Ino
 	m := pc.lock(ino)
 	defer m.Unlock()
 	mine := 0
@@ -143,11 +160,17 @@ func (pc *pageCache) show(a vfs.Attr) {
 }
 
 // released is told that a handle of ino was released. When it was open
-// for writing, the pages its writes kept from being dropped are dropped
-// now if it was the last such handle: another client's changes show
-// from then on.
+// for writing and the file's pages were kept although the file changed,
+// they are dropped now if it was the last such handle: another client's
+// changes show from then on.
 func (pc *pageCache) released(ino uint64, wrote bool) {
-	if wrote {
+	if !wrote {
+		return
+	}
+	pc.mu.Lock()
+	kept := pc.kept[ino]
+	pc.mu.Unlock()
+	if kept {
 		pc.dropUnlessWriting(ino)
 	}
 }
@@ -156,5 +179,6 @@ func (pc *pageCache) released(ino uint64, wrote bool) {
 func (pc *pageCache) forget(ino uint64) {
 	pc.mu.Lock()
 	delete(pc.shown, ino)
+	delete(pc.kept, ino)
 	pc.mu.Unlock()
 }

@@ -47,7 +47,7 @@ func TestMountTailReaderSeesOnlyWrittenBytes(t *testing.T) {
 		reads []read
 		zeros int
 	)
-	errs := make(chan error, files*(writers+readers))
+	errs := make(chan error, files*(writers+readers+1))
 	var wg sync.WaitGroup
 	var writing atomic.Int32
 	for f := range files {
@@ -80,6 +80,19 @@ func TestMountTailReaderSeesOnlyWrittenBytes(t *testing.T) {
 				}
 			}()
 		}
+		// An opener: every open made the kernel drop the file's pages.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for writing.Load() > 0 {
+				fh, err := os.Open(path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				fh.Close()
+			}
+		}()
 		for r := range readers {
 			wg.Add(1)
 			go func() {
