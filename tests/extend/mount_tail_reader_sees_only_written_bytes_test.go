@@ -14,9 +14,10 @@ import (
 )
 
 // TestMountTailReaderSeesOnlyWrittenBytes: in one mount, appenders add
-// small lines to a few files (O_APPEND, one write(2) per line, closed after
-// each) while tail readers of the same files in the same mount keep
-// opening them, taking their size and reading their last bytes. Every
+// small lines to a few files (O_APPEND, one write(2) per line, a new
+// descriptor every 16 lines) while tail readers of the same files in the
+// same mount keep opening them, taking their size and reading their last
+// bytes, and another goroutine per file only opens and closes it. Every
 // byte a reader gets must be the byte the file holds at that offset at
 // the end (the files only grow), never a zero: the lines are text.
 //
@@ -32,7 +33,7 @@ func TestMountTailReaderSeesOnlyWrittenBytes(t *testing.T) {
 	m := testkit.StartMount(t, c)
 	const (
 		files   = 3
-		writers = 2   // per file
+		writers = 2    // per file
 		lines   = 6000 // per writer
 		perOpen = 16   // lines written through one descriptor
 		readers = 3    // per file
