@@ -164,7 +164,6 @@ func (fs *FS) ownerIDs(a vfs.Attr) (uid, gid uint32) {
 }
 
 func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
-	fs.pages.show(a)
 	*out = fuse.Attr{}
 	out.Ino = a.Ino
 	out.Size = uint64(a.Size)
@@ -188,6 +187,7 @@ func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 }
 
 func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
+	fs.pages.show(a)
 	out.NodeId = a.Ino
 	out.Generation = 1
 	ttl := fs.v.TTL()
@@ -197,6 +197,7 @@ func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
 }
 
 func (fs *FS) fillAttrOut(a vfs.Attr, out *fuse.AttrOut) {
+	fs.pages.show(a)
 	out.SetTimeout(fs.v.TTL())
 	fs.fillAttr(a, &out.Attr)
 }
@@ -261,7 +262,9 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Attr
 	if err != nil {
 		return status(err)
 	}
-	fs.fillAttrOut(a, out)
+	fs.pages.note(a)
+	out.SetTimeout(fs.v.TTL())
+	fs.fillAttr(a, &out.Attr)
 	return fuse.OK
 }
 

@@ -146,17 +146,25 @@ func (pc *pageCache) created(a vfs.Attr, write bool) {
 // kernel's pages of it are dropped first, as the kernel did itself under
 // CAP_AUTO_INVAL_DATA, unless the file is open for writing here.
 func (pc *pageCache) show(a vfs.Attr) {
+	if pc.note(a) {
+		pc.dropUnlessWriting(a.Ino)
+	}
+}
+
+// note records the attributes of a as shown to the kernel and reports
+// whether a is a regular file whose size or mtime changed since. A
+// SETATTR reply only notes them: the kernel drops what a size change
+// needs itself there, and the mount's own utimes changes no data.
+func (pc *pageCache) note(a vfs.Attr) bool {
 	if a.Type != client.TypeFile {
-		return
+		return false
 	}
 	now := shownAttr{a.Size, a.Mtime.UnixNano()}
 	pc.mu.Lock()
 	before, known := pc.shown[a.Ino]
 	pc.shown[a.Ino] = now
 	pc.mu.Unlock()
-	if known && before != now {
-		pc.dropUnlessWriting(a.Ino)
-	}
+	return known && before != now
 }
 
 // released is told that a handle of ino was released. When it was open
