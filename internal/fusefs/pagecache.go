@@ -27,8 +27,8 @@ import (
 // kernel checks for writes in flight before it drops pages, but not under
 // the same lock, so no timing on our side can avoid that.
 //
-// So the mount asks for explicit data cache control (the kernel drops
-// pages on its own only where the size shrinks), answers every open with
+// So the mount asks for explicit data cache control (on its own the
+// kernel then drops only pages past a new end of the file), answers every open with
 // FOPEN_KEEP_CACHE, and drops a file's pages itself (FUSE_NOTIFY_INVAL_INODE,
 // which returns once they are gone) where the kernel did before: at an
 // open (close-to-open consistency) and when it shows the kernel new
