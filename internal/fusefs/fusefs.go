@@ -187,7 +187,7 @@ func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 }
 
 func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
-	fs.pages.show(a)
+	fs.pages.show(a, true)
 	out.NodeId = a.Ino
 	out.Generation = 1
 	ttl := fs.v.TTL()
@@ -197,7 +197,7 @@ func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
 }
 
 func (fs *FS) fillAttrOut(a vfs.Attr, out *fuse.AttrOut) {
-	fs.pages.show(a)
+	fs.pages.show(a, false)
 	out.SetTimeout(fs.v.TTL())
 	fs.fillAttr(a, &out.Attr)
 }
@@ -224,7 +224,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 
 // Forget needs nothing but the page cache's note of what the kernel was
 // shown of the inode: node ids are inode numbers.
-func (fs *FS) Forget(nodeid, nlookup uint64) { fs.pages.forget(nodeid) }
+func (fs *FS) Forget(nodeid, nlookup uint64) { fs.pages.forget(nodeid, nlookup) }
 
 // GetAttr answers GETATTR.
 func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
@@ -262,7 +262,7 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Attr
 	if err != nil {
 		return status(err)
 	}
-	fs.pages.note(a)
+	fs.pages.note(a, false)
 	out.SetTimeout(fs.v.TTL())
 	fs.fillAttr(a, &out.Attr)
 	return fuse.OK

@@ -47,7 +47,9 @@ type pageCache struct {
 
 	mu sync.Mutex
 	// shown is the size and mtime last shown to the kernel of each
-	// regular file it knows (until it forgets the inode).
+	// regular file it knows, until it forgets the inode: as many FORGETs
+	// as entry replies named it (a FORGET racing a new lookup of the
+	// inode must not lose what the kernel was shown since).
 	shown map[uint64]shownAttr
 	// kept holds the files whose pages were kept although they changed,
 	// because they were open for writing here: dropped when the last
@@ -56,8 +58,9 @@ type pageCache struct {
 }
 
 type shownAttr struct {
-	size  int64
-	mtime int64 // Unix ns
+	size    int64
+	mtime   int64  // Unix ns
+	lookups uint64 // entry replies naming the inode, less those forgotten
 }
 
 func newPageCache(v *vfs.VFS) *pageCache {
@@ -145,8 +148,8 @@ func (pc *pageCache) created(a vfs.Attr, write bool) {
 // last shown has changed (through another client, or this mount): the
 // kernel's pages of it are dropped first, as the kernel did itself under
 // CAP_AUTO_INVAL_DATA, unless the file is open for writing here.
-func (pc *pageCache) show(a vfs.Attr) {
-	if pc.note(a) {
+func (pc *pageCache) show(a vfs.Attr, entry bool) {
+	if pc.note(a, entry) {
 		pc.dropUnlessWriting(a.Ino)
 	}
 }
@@ -155,16 +158,19 @@ func (pc *pageCache) show(a vfs.Attr) {
 // whether a is a regular file whose size or mtime changed since. A
 // SETATTR reply only notes them: the kernel drops what a size change
 // needs itself there, and the mount's own utimes changes no data.
-func (pc *pageCache) note(a vfs.Attr) bool {
+func (pc *pageCache) note(a vfs.Attr, entry bool) bool {
 	if a.Type != client.TypeFile {
 		return false
 	}
-	now := shownAttr{a.Size, a.Mtime.UnixNano()}
 	pc.mu.Lock()
 	before, known := pc.shown[a.Ino]
+	now := shownAttr{a.Size, a.Mtime.UnixNano(), before.lookups}
+	if entry {
+		now.lookups++
+	}
 	pc.shown[a.Ino] = now
 	pc.mu.Unlock()
-	return known && before != now
+	return known && (before.size != now.size || before.mtime != now.mtime)
 }
 
 // released is told that a handle of ino was released. When it was open
@@ -183,10 +189,20 @@ func (pc *pageCache) released(ino uint64, wrote bool) {
 	}
 }
 
-// forget is told that the kernel forgot ino (it has no pages of it).
-func (pc *pageCache) forget(ino uint64) {
+// forget is told that the kernel forgot n lookups of ino; once all are
+// forgotten, it has no pages of it.
+func (pc *pageCache) forget(ino, n uint64) {
 	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	sh, ok := pc.shown[ino]
+	if !ok {
+		return
+	}
+	if sh.lookups > n {
+		sh.lookups -= n
+		pc.shown[ino] = sh
+		return
+	}
 	delete(pc.shown, ino)
 	delete(pc.kept, ino)
-	pc.mu.Unlock()
 }
