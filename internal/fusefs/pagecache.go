@@ -28,11 +28,11 @@ import (
 // the same lock, so no timing on our side can avoid that.
 //
 // So the mount asks for explicit data cache control (on its own the
-// kernel then drops only pages past a new end of the file), answers every open with
-// FOPEN_KEEP_CACHE, and drops a file's pages itself (FUSE_NOTIFY_INVAL_INODE,
-// which returns once they are gone) where the kernel did before: at an
-// open (close-to-open consistency) and when it shows the kernel new
-// attributes of the file. It does so only while no handle of this mount
+// kernel then drops only pages past a new end of the file), answers
+// every open with FOPEN_KEEP_CACHE, and drops a file's pages itself
+// (FUSE_NOTIFY_INVAL_INODE, which returns once they are gone) where the
+// kernel did before: at an open (close-to-open consistency) and when it
+// shows the kernel new attributes of the file. It does so only while no handle of this mount
 // has the file open for writing, under a per-file lock that opening for
 // writing also takes: a write can be in flight only while such a handle
 // is open. What such a file's pages miss of another client's changes
