@@ -38,12 +38,13 @@ type Options struct {
 // FS is the raw FUSE filesystem over a VFS.
 type FS struct {
 	fuse.RawFileSystem
-	v *vfs.VFS
+	v     *vfs.VFS
+	pages *pageCache // when the kernel drops its pages of a file
 }
 
 // New returns the FUSE filesystem over v.
 func New(v *vfs.VFS) *FS {
-	return &FS{RawFileSystem: fuse.NewDefaultRawFileSystem(), v: v}
+	return &FS{RawFileSystem: fuse.NewDefaultRawFileSystem(), v: v, pages: newPageCache(v)}
 }
 
 // Mount mounts v on mountpoint and starts serving it. Wait on the
@@ -73,6 +74,9 @@ func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
 		// O_TRUNC arrives with OPEN (handled in the file's transaction)
 		// instead of as a separate SETATTR.
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		// The mount drops the kernel's cached pages of a file itself,
+		// never while it has the file open for writing (pagecache.go).
+		ExplicitDataCacheControl: true,
 	}
 	if o.AllowOther || o.DefaultPermissions {
 		mo.Options = append(mo.Options, "default_permissions")
@@ -80,7 +84,8 @@ func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
 	if v.ReadOnly() {
 		mo.Options = append(mo.Options, "ro")
 	}
-	var raw fuse.RawFileSystem = New(v)
+	fsys := New(v)
+	var raw fuse.RawFileSystem = fsys
 	if o.OnOp != nil {
 		raw = counted{raw, o.OnOp}
 	}
@@ -88,6 +93,7 @@ func Mount(mountpoint string, v *vfs.VFS, o Options) (*fuse.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	fsys.pages.srv.Store(srv)
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		srv.Unmount()
@@ -181,6 +187,7 @@ func (fs *FS) fillAttr(a vfs.Attr, out *fuse.Attr) {
 }
 
 func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
+	fs.pages.show(a, true)
 	out.NodeId = a.Ino
 	out.Generation = 1
 	ttl := fs.v.TTL()
@@ -190,6 +197,7 @@ func (fs *FS) fillEntry(a vfs.Attr, out *fuse.EntryOut) {
 }
 
 func (fs *FS) fillAttrOut(a vfs.Attr, out *fuse.AttrOut) {
+	fs.pages.show(a, false)
 	out.SetTimeout(fs.v.TTL())
 	fs.fillAttr(a, &out.Attr)
 }
@@ -214,8 +222,9 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	return fuse.OK
 }
 
-// Forget needs nothing: node ids are inode numbers.
-func (fs *FS) Forget(nodeid, nlookup uint64) {}
+// Forget needs nothing but the page cache's note of what the kernel was
+// shown of the inode: node ids are inode numbers.
+func (fs *FS) Forget(nodeid, nlookup uint64) { fs.pages.forget(nodeid, nlookup) }
 
 // GetAttr answers GETATTR.
 func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
@@ -253,7 +262,9 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Attr
 	if err != nil {
 		return status(err)
 	}
-	fs.fillAttrOut(a, out)
+	fs.pages.note(a, false)
+	out.SetTimeout(fs.v.TTL())
+	fs.fillAttr(a, &out.Attr)
 	return fuse.OK
 }
 
@@ -341,23 +352,31 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 	if err != nil {
 		return status(err)
 	}
+	fs.pages.created(a, int(in.Flags)&syscall.O_ACCMODE != syscall.O_RDONLY)
 	fs.fillEntry(a, &out.EntryOut)
 	out.OpenOut.Fh = fh
+	out.OpenOut.OpenFlags |= fuse.FOPEN_KEEP_CACHE
 	return fuse.OK
 }
 
-// Open answers OPEN. Page-cache contents are dropped at every open
-// (no FOPEN_KEEP_CACHE): close-to-open consistency with other clients.
-// A read-only handle has nothing to commit at close, so the kernel is
+// Open answers OPEN. The kernel's cached pages of the file are dropped
+// at the open (close-to-open consistency with other clients) by the mount
+// itself, unless it has the file open for writing (pagecache.go); the
+// kernel is told to keep them (FOPEN_KEEP_CACHE). A read-only handle has nothing to commit at close, so the kernel is
 // told not to send FLUSH for it (FOPEN_NOFLUSH, Linux 5.16+; older
 // kernels ignore the flag): one request less per open of a file that is
 // only read, as compilers do with every header.
 func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	fh, err := fs.v.Open(ctx(), in.NodeId, int(in.Flags))
+	var fh uint64
+	err := fs.pages.open(in.NodeId, func() (err error) {
+		fh, err = fs.v.Open(ctx(), in.NodeId, int(in.Flags))
+		return err
+	})
 	if err != nil {
 		return status(err)
 	}
 	out.Fh = fh
+	out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
 	if int(in.Flags)&syscall.O_ACCMODE == syscall.O_RDONLY {
 		out.OpenFlags |= fuse.FOPEN_NOFLUSH
 	}
@@ -395,6 +414,7 @@ func (fs *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 // Release answers RELEASE.
 func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	fs.v.Release(ctx(), in.Fh)
+	fs.pages.released(in.NodeId, int(in.Flags)&syscall.O_ACCMODE != syscall.O_RDONLY)
 }
 
 // OpenDir answers OPENDIR.

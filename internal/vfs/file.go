@@ -28,6 +28,9 @@ type fileState struct {
 	// refs counts handles and operations using the state; guarded by
 	// v.hmu. The state leaves v.states when it drops to zero.
 	refs int
+	// writers counts its handles open for writing (Writers); guarded by
+	// v.hmu.
+	writers int
 
 	mu    sync.RWMutex // exclusive: changes below; shared: reads through f
 	tx    *client.Txn
@@ -429,6 +432,9 @@ func (v *VFS) newHandle(h *handle) uint64 {
 	defer v.hmu.Unlock()
 	v.nextFH++
 	v.handles[v.nextFH] = h
+	if h.st != nil && h.write {
+		h.st.writers++
+	}
 	return v.nextFH
 }
 
@@ -660,6 +666,9 @@ func (v *VFS) Release(ctx context.Context, fh uint64) error {
 	v.hmu.Lock()
 	h := v.handles[fh]
 	delete(v.handles, fh)
+	if h != nil && h.st != nil && h.write {
+		h.st.writers--
+	}
 	v.hmu.Unlock()
 	if h == nil {
 		return syscall.EBADF
