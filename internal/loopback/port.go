@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // lowestPort is the bottom of the range FreeAddr picks ports from.
@@ -19,11 +20,17 @@ const lowestPort = 10000
 // (ip_local_port_range) when it can be: bind(:0) hands out ports from that
 // range, where any outgoing connection on the machine may take one before
 // the process that is to listen there has started ("address already in
-// use").
+// use"). A port is never handed out twice by one process: the addresses
+// a caller asks for before starting anything are all free at once, so a
+// random pick could otherwise repeat one ('cluster up' gave a task server
+// the namenode's admin port).
 func FreeAddr() (string, error) {
 	top := ephemeralStart()
 	for try := 0; try < 100 && top > lowestPort; try++ {
 		port := lowestPort + rand.IntN(top-lowestPort)
+		if !handOut(port) {
+			continue
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			ln.Close()
@@ -36,6 +43,26 @@ func FreeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// handedOut holds the ports FreeAddr returned (or tried) in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// handOut records port as handed out; false if it already was.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range (32768
