@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/plasmafs/plasma/internal/loopback"
 )
 
 // clusterMembers names the members of a 'cluster up' cluster that get an
@@ -31,7 +33,7 @@ func clusterMembers(datanodes int, taskServers, mount, webhdfs bool) []string {
 func keptAdminAddrs(recorded map[string]string, members []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, m := range members {
-		if a := recorded[m]; a != "" && addrFree(a) {
+		if a := recorded[m]; a != "" && loopback.Claim(a) {
 			out[m] = a
 			continue
 		}

@@ -58,7 +58,7 @@ func (u *clusterUp) chooseGroupAddrs() error {
 			if err != nil {
 				return err
 			}
-			if !addrFree(addrs[i]) || !addrFree(raft) {
+			if !loopback.Claim(addrs[i]) || !loopback.Claim(raft) {
 				return fmt.Errorf("namenode nn%d's address %s (or %s, its Raft port) is in use by another program; it is recorded in %s",
 					i+1, addrs[i], raft, filepath.Join(u.dir, clusterSettingsFile))
 			}

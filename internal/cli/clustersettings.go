@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 
 	"github.com/plasmafs/plasma/internal/clientconf"
+	"github.com/plasmafs/plasma/internal/loopback"
 )
 
 // clusterSettingsFile, in a cluster directory, records the settings the
@@ -99,22 +99,12 @@ func (s clusterSettings) save(dir string) error {
 	return writePrivate(filepath.Join(dir, clusterSettingsFile), append(b, '\n'))
 }
 
-// addrFree reports whether a listener can be opened on addr now.
-func addrFree(addr string) bool {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	ln.Close()
-	return true
-}
-
 // keptAddrs returns n listening addresses: the recorded ones that are
 // free, and new free ports for the others (and beyond the record).
 func keptAddrs(recorded []string, n int) ([]string, error) {
 	out := make([]string, n)
 	for i := range out {
-		if i < len(recorded) && addrFree(recorded[i]) {
+		if i < len(recorded) && loopback.Claim(recorded[i]) {
 			out[i] = recorded[i]
 			continue
 		}

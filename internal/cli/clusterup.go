@@ -15,6 +15,7 @@ import (
 	"github.com/plasmafs/plasma/client"
 	"github.com/plasmafs/plasma/internal/auth"
 	"github.com/plasmafs/plasma/internal/clientconf"
+	"github.com/plasmafs/plasma/internal/loopback"
 	"github.com/plasmafs/plasma/internal/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -282,7 +283,7 @@ func (u *clusterUp) chooseAddrs() error {
 		if u.nnAddr, err = freePort(); err != nil {
 			return err
 		}
-	} else if !addrFree(u.nnAddr) {
+	} else if !loopback.Claim(u.nnAddr) {
 		how := "choose another with -namenode-addr"
 		if !u.given["namenode-addr"] {
 			how = fmt.Sprintf("it is recorded in %s; stop what listens there, or %s", filepath.Join(u.dir, clusterSettingsFile), how)

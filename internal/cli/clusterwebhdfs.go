@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/plasmafs/plasma/internal/loopback"
 	"github.com/plasmafs/plasma/internal/supervisor"
 	"github.com/plasmafs/plasma/internal/webhdfs"
 )
@@ -54,7 +55,7 @@ func (u *clusterUp) chooseWebHDFSAddr() error {
 		ln.Close()
 		return nil
 	}
-	if !addrFree(a) {
+	if !loopback.Claim(a) {
 		how := "choose another with -webhdfs HOST:PORT"
 		if !u.given["webhdfs"] {
 			how = fmt.Sprintf("it is recorded in %s; stop what listens there, or %s", filepath.Join(u.dir, clusterSettingsFile), how)

@@ -82,3 +82,23 @@ func ephemeralStart() int {
 	}
 	return n
 }
+
+// Claim reports whether addr, an address recorded earlier, can be
+// listened on now and has not been handed out in this process, and
+// records it as handed out, so that FreeAddr never returns it too.
+func Claim(addr string) bool {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || !handOut(port) {
+		return false
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
