@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,9 +25,10 @@ import (
 // then carry a generation above what the next leader draws at first) and
 // takes read tickets for two committed files. The leader is killed; the
 // next leader deletes one file and hands its blocks to a new file it
-// commits. Every held read ticket for such a block is refused; the held
-// tickets of the other file, untouched since, still read it. Without the
-// datanode's per-block term the old tickets read the new file's bytes.
+// commits. Every held read ticket for such a block is refused, also
+// after a restart of the datanode; the held tickets of the other file,
+// untouched since, still read it. Without the datanode's per-block term
+// the old tickets read the new file's bytes.
 func TestDeposedLeaderReadsNothingRewritten(t *testing.T) {
 	g := startGroupWith(t, 3, 1, groupOptions{Tickets: true, Prepare: func(db string) {
 		s, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{})
@@ -126,10 +128,45 @@ func TestDeposedLeaderReadsNothingRewritten(t *testing.T) {
 			t.Fatalf("block %d of /kept reads differently with the deposed leader's ticket", b)
 		}
 	}
+
+	// A restarted datanode has forgotten which blocks were rewritten under
+	// which term: it counts them all as of the term it registers with, so
+	// the old tickets still read nothing rewritten.
+	g.restartDatanode(g.dns[0], dnAddr)
+	for b, tk := range oldTickets {
+		if _, ok := rewritten[b]; !ok {
+			continue
+		}
+		if resp, got := dataRead(t, dnAddr, cred, b, tk); resp.Status == wire.OK {
+			t.Errorf("block %d, rewritten by the new leader: after a restart of the datanode the deposed leader's read ticket read %d bytes", b, len(got))
+		}
+	}
 	if got := testkit.ReadFile(t, cl, "/by-the-new-leader"); !bytes.Equal(got, newData) {
 		t.Fatalf("the file the new leader committed reads back differently (%d bytes)", len(got))
 	}
 	testkit.FsckClean(t, cl)
+}
+
+// restartDatanode kills the datanode p (kill -9), starts it again and
+// waits until it serves at addr (it serves once registered).
+func (g *group) restartDatanode(p *proc, addr string) {
+	g.t.Helper()
+	args := p.cmd.Args[1:]
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	g.start(p, args...)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("the restarted datanode does not serve at %s after 60s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition
+	}
 }
 
 // readTickets returns the read ticket of each datanode block of path (one
