@@ -82,6 +82,9 @@ func (s *Server) applyJournal(ws []wire.JournalWrite) error {
 	}
 	failed := 0
 	for _, w := range ws {
+		// Written under the registration's term, for older read tickets
+		// (groupTerm.checkRead): as if by a write ticket of it.
+		s.term.wrote(w.Block, s.term.current())
 		if err := s.store.ApplyJournal(w.Block, int(w.Offset), w.Data, w.CRC, w.Gen); err != nil {
 			failed++
 			s.log.Error("journaled write not applied", "block", w.Block, "ino", w.Ino, "index", w.Index, "err", err)

@@ -62,7 +62,7 @@ type Server struct {
 	revMu   sync.Mutex
 	revoked map[uint64]time.Time // transaction tags whose tickets are void → when learned
 	floor   writeFloor           // tickets that write are issued after the last registration
-	term    groupTerm            // tickets that write are of the latest namenode group term seen
+	term    groupTerm            // tickets that write are of the latest namenode group term seen; older ones read only blocks not rewritten since
 	store   *BlockStore
 	log     *slog.Logger
 	bufs    sync.Pool
@@ -231,7 +231,7 @@ func (s *Server) register(ctx context.Context, addr, socket string) (*rpc.Conn, 
 			c.Close()
 			return nil, unreachableError{fmt.Errorf("namenode %s leads term %d, but this datanode has seen term %d: a deposed leader of the namenode group", c.Addr(), term, seen)}
 		}
-		s.term.learn(resp.Counters[1])
+		s.term.registered(resp.Counters[1])
 	}
 	// The volume records the namespace when it first joins, and refuses
 	// another one (the namenode refuses it too).
@@ -411,18 +411,19 @@ func (s *Server) checkTicket(raw []byte, block, count uint64, write bool) (uint6
 }
 
 // checkReadTicket checks a read ticket for one block and returns its
-// generation and how many bytes of the block it lets its holder read (0:
+// generation, how many bytes of the block it lets its holder read (0:
 // all): a file's partly filled last block, which may be extended in place
-// after the ticket was issued, only up to its length then.
-func (s *Server) checkReadTicket(raw []byte, block uint64) (gen, limit uint64, err error) {
+// after the ticket was issued, only up to its length then; and its term,
+// checked again after reading (groupTerm.checkRead).
+func (s *Server) checkReadTicket(raw []byte, block uint64) (gen, limit, term uint64, err error) {
 	t, err := s.checkTicketFull(raw, block, 1, false)
 	if err != nil || t == nil {
-		return NoTicket, 0, err
+		return NoTicket, 0, 0, err
 	}
 	if t.From != 0 && block == t.Start+t.Count-1 {
 		limit = t.From
 	}
-	return t.Gen, limit, nil
+	return t.Gen, limit, t.Term, nil
 }
 
 // openTicket opens a ticket, checks it with check, and refuses it if its
@@ -492,7 +493,15 @@ func (s *Server) checkTicketFull(raw []byte, block, count uint64, write bool) (*
 	if t.Gen == NoTicket {
 		return nil, fmt.Errorf("%w: generation %#x is reserved", auth.ErrTicketRange, t.Gen)
 	}
-	if !write {
+	if write {
+		// Before the data changes (see groupTerm.wrote).
+		for b := block; b < block+count; b++ {
+			s.term.wrote(b, t.Term)
+		}
+	} else {
+		if err := s.term.checkRead(t.Term, block, count); err != nil {
+			return nil, err
+		}
 		for b := block; b < block+count; b++ {
 			// Generation 0: written without a ticket (level none, or
 			// before generations), so of unknown allocation: readable as
@@ -520,6 +529,7 @@ func (s *Server) checkAppendTicket(raw []byte, block, off uint64) (gen, seq uint
 	if t.Gen == NoTicket || t.Gen == 0 {
 		return 0, 0, fmt.Errorf("%w: generation %#x cannot be extended", auth.ErrTicketRange, t.Gen)
 	}
+	s.term.wrote(block, t.Term) // before the data changes
 	return t.Gen, t.Seq, nil
 }
 
@@ -690,6 +700,7 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 		var resp wire.DataResp
 		var payload []byte
 		bufp := j.bufp
+		var readTerm uint64 // a read ticket's namenode group term
 		var terr error
 		var gen uint64 // the ticket's generation
 		var seq uint64 // an append ticket's sequence number
@@ -700,13 +711,13 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			// The whole block is copied: a read ticket limited to a
 			// prefix (a partly filled last block) does not allow it.
 			var lim uint64
-			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
+			gen, lim, _, terr = s.checkReadTicket(q.Ticket, q.Block)
 			if terr == nil && lim > 0 {
 				terr = fmt.Errorf("%w: the ticket allows reading the first %d bytes of block %d, not copying it", auth.ErrTicketRange, lim, q.Block)
 			}
 		case wire.DataRead:
 			var lim uint64
-			gen, lim, terr = s.checkReadTicket(q.Ticket, q.Block)
+			gen, lim, readTerm, terr = s.checkReadTicket(q.Ticket, q.Block)
 			if terr == nil && lim > 0 && (q.Length == 0 || uint64(q.Length) > lim) {
 				terr = fmt.Errorf("%w: the ticket allows reading the first %d bytes of block %d (the version it was issued for), not %d", auth.ErrTicketRange, lim, q.Block, q.Length)
 			}
@@ -742,24 +753,32 @@ func (s *Server) execute(nc net.Conn, jobs <-chan job) {
 			}
 		case wire.DataRead:
 			bufp = s.bufs.Get().(*[]byte)
+			var err error
 			if q.Length > 0 {
 				// A version's prefix, checked against the reader's checksum.
-				if err := s.store.ReadPrefix(q.Block, *bufp, gen, int(q.Length), q.CRC); err != nil {
-					resp = errResp(err)
-				} else {
+				if err = s.store.ReadPrefix(q.Block, *bufp, gen, int(q.Length), q.CRC); err == nil {
 					resp.CRC, resp.Length = q.CRC, q.Length
 					payload = (*bufp)[:q.Length]
 				}
-				break
-			}
-			// Only what is on disk travels; the reader zero-fills the tail.
-			crc, n, err := s.store.ReadN(q.Block, *bufp, gen)
-			if err != nil {
-				resp = errResp(err)
 			} else {
-				resp.CRC = crc
-				resp.Length = uint32(n)
-				payload = (*bufp)[:n]
+				// Only what is on disk travels; the reader zero-fills the tail.
+				var crc uint32
+				var n int
+				if crc, n, err = s.store.ReadN(q.Block, *bufp, gen); err == nil {
+					resp.CRC = crc
+					resp.Length = uint32(n)
+					payload = (*bufp)[:n]
+				}
+			}
+			if err == nil && s.cfg.TicketKey != nil {
+				// The term again, after reading: a writer of a later
+				// term records it before the data changes.
+				if err = s.term.checkRead(readTerm, q.Block, 1); err != nil {
+					err = fmt.Errorf("datanode %s: %w", s.store.Config.Identity, err)
+				}
+			}
+			if err != nil {
+				resp, payload = errResp(err), nil
 			}
 		case wire.DataReplicate:
 			bufp = s.bufs.Get().(*[]byte)

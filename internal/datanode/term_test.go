@@ -36,3 +36,47 @@ func TestGroupTermRefusesOlderWrites(t *testing.T) {
 		t.Fatal("ticket of term 5 accepted after one of term 7")
 	}
 }
+
+// A read ticket of an older term reads blocks not written since, but not
+// a block written under a later term; before the first registration
+// every block counts as written under term 0, after it under the
+// registration's term unless written later.
+func TestGroupTermRefusesOlderReadsOfRewrittenBlocks(t *testing.T) {
+	var g groupTerm
+	g.registered(3)
+	for _, b := range []uint64{1, 2} {
+		if err := g.checkWrite(&auth.Ticket{Write: true, Term: 3}); err != nil {
+			t.Fatal(err)
+		}
+		g.wrote(b, 3)
+	}
+	if err := g.checkRead(2, 1, 1); !errors.Is(err, auth.ErrTicketStale) {
+		t.Fatalf("term 2 ticket for a block of the registration's term 3: %v", err)
+	}
+	g.learn(4) // a failover: the ticket of term 3 rides through
+	g.wrote(7, 4)
+	if err := g.checkRead(3, 1, 2); err != nil {
+		t.Fatalf("term 3 ticket for blocks untouched since term 3: %v", err)
+	}
+	if err := g.checkRead(3, 5, 4); !errors.Is(err, auth.ErrTicketStale) {
+		t.Fatalf("term 3 ticket over block 7, rewritten under term 4: %v", err)
+	}
+	if err := g.checkRead(4, 7, 1); err != nil {
+		t.Fatalf("term 4 ticket for a block of term 4: %v", err)
+	}
+	g.registered(5) // a later registration keeps the base
+	if err := g.checkRead(3, 1, 1); err != nil {
+		t.Fatalf("term 3 ticket after a registration with term 5: %v", err)
+	}
+
+	// A single namenode: term 0 throughout, nothing refused.
+	var single groupTerm
+	single.registered(0)
+	single.wrote(1, 0)
+	if err := single.checkRead(0, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if len(single.written) != 0 {
+		t.Fatalf("a single namenode's datanode records %d block terms", len(single.written))
+	}
+}

@@ -354,6 +354,11 @@ func New(cfg Config) (*Namenode, error) {
 			continue
 		}
 		for _, x := range in.blocks {
+			// A group member taking over may draw the same boot epoch as
+			// the leader before it (each raises its own store's): its
+			// generations, and so its read tickets, start above every
+			// committed allocation's all the same.
+			n.gens.raise(x.Gen)
 			for _, r := range x.Replicas {
 				if dn := n.nodes.get(r.Node); dn != nil && r.Start+uint64(x.Count) <= dn.Blocks {
 					dn.used.set(r.Start, uint64(x.Count))
