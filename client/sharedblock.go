@@ -30,6 +30,5 @@ func (b *sharedBlock) acquire() { b.refs.Add(1) }
 func (b *sharedBlock) release() {
 	if b.refs.Add(-1) == 0 {
 		putBlockBuf(b.buf)
-		b.buf = nil
 	}
 }
