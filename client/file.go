@@ -117,14 +117,35 @@ func (f *File) Name() string { return f.path }
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.r.readAt(p, off)
+	return f.r.readAt(p, off, nil)
+}
+
+// readAtShared reads like ReadAt, but the bytes that lie in a block the
+// file holds in memory (cached or read ahead, checked against its
+// checksum) are not copied into p: it returns them as slices of that
+// block; the rest it reads into p and returns as slices of p. The slices,
+// in file order, hold the n bytes read. Until release is called (exactly
+// once, after the slices were last used) the blocks stay as they are: not
+// reused for another block however many reads follow. On an error other
+// than io.EOF it returns no slices (clientx.ReadAtShared, the FUSE mount's
+// READ replies).
+func (f *File) readAtShared(p []byte, off int64) (bufs [][]byte, n int, release func(), err error) {
+	v := &readViews{}
+	f.mu.Lock()
+	n, err = f.r.readAt(p, off, v)
+	f.mu.Unlock()
+	if err != nil && err != io.EOF {
+		v.release()
+		return nil, n, func() {}, err
+	}
+	return v.bufs, n, v.release, err
 }
 
 // Read implements io.Reader.
 func (f *File) Read(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, err := f.r.readAt(p, f.pos)
+	n, err := f.r.readAt(p, f.pos, nil)
 	f.pos += int64(n)
 	if err == io.EOF && n > 0 {
 		err = nil

@@ -30,6 +30,7 @@ func init() {
 		ReconnectedAt:  (*Client).reconnectedAt,
 		Addr:           (*Client).namenodeAddr,
 		SetFlushBlocks: (*File).setFlushBlocks,
+		ReadAtShared:   (*File).readAtShared,
 	})
 }
 

@@ -19,7 +19,12 @@ import (
 // the writer has is read from there.
 //
 // Its state is guarded by the file's lock (fileState.mu), released while
-// datanodes are read.
+// datanodes are read and while bytes are copied out of a block, so that
+// concurrent ReadAt calls (the kernel sends several READs of one file at
+// once) fetch and copy in parallel. The cached and read-ahead blocks are
+// shared blocks (sharedblock.go): a block replaced in the cache stays
+// intact until the last read copying from it, or the last reply sending
+// it, lets go.
 type blockReader struct {
 	*fileState
 	w *blockWriter // this transaction's writes, read before the committed blocks
@@ -29,11 +34,13 @@ type blockReader struct {
 	refreshAt time.Time // reload the block list (fresh tickets) after this
 
 	cacheIdx uint64 // last block read, for small sequential reads
-	cache    []byte
+	cache    *sharedBlock
 
 	// Read-ahead of a sequential reader (see readAhead).
-	seqEnd  int64 // where the last read ended
-	seqRun  int   // reads in a row that began where the one before ended
+	ends    [8]int64 // where the last reads ended (a ring, newest at endsAt-1)
+	endsAt  int
+	seqFar  int64 // the furthest a run of sequential reads has reached
+	seqRun  int   // sequential reads in a row
 	ahead   map[uint64]*prefetched
 	aheadWG sync.WaitGroup
 }
@@ -162,7 +169,16 @@ func (r *blockReader) forget(idx uint64) {
 	if r.cacheIdx == idx {
 		r.cacheIdx = ^uint64(0)
 	}
-	delete(r.ahead, idx)
+	r.dropAhead(idx)
+}
+
+// dropAhead removes block idx from the read-ahead map, letting go of the
+// map's hold on its buffer (the fetch and any waiting read hold their own).
+func (r *blockReader) dropAhead(idx uint64) {
+	if pf := r.ahead[idx]; pf != nil {
+		delete(r.ahead, idx)
+		pf.blk.release()
+	}
 }
 
 // forgetAll drops the block list, the cached block and the blocks read
@@ -170,12 +186,33 @@ func (r *blockReader) forget(idx uint64) {
 func (r *blockReader) forgetAll() {
 	r.loaded = false
 	r.cacheIdx = ^uint64(0)
-	clear(r.ahead)
+	for idx := range r.ahead {
+		r.dropAhead(idx)
+	}
+}
+
+// readViews collects what a shared read (ReadAtShared) hands out: the
+// slices to send, in file order, and the blocks they point into, held
+// until release.
+type readViews struct {
+	bufs [][]byte
+	held []*sharedBlock
+}
+
+// release lets go of the blocks the views point into.
+func (v *readViews) release() {
+	for _, b := range v.held {
+		b.release()
+	}
+	v.bufs, v.held = nil, nil
 }
 
 // readAt reads like io.ReaderAt. Called with the lock held (it is
-// released during datanode reads).
-func (r *blockReader) readAt(p []byte, off int64) (int, error) {
+// released during datanode reads and copies). With v set, bytes that lie
+// in a shared block are not copied into p: v gets a slice of the block
+// (and a hold on it) instead; the other bytes go into p as usual and v
+// gets that slice of p.
+func (r *blockReader) readAt(p []byte, off int64, v *readViews) (int, error) {
 	if r.closed {
 		return 0, errEnded
 	}
@@ -190,53 +227,65 @@ func (r *blockReader) readAt(p []byte, off int64) (int, error) {
 	start := off
 	n := 0
 	for n < len(p) && off < r.size {
+		if r.closed {
+			return n, errEnded // closed while the lock was released
+		}
 		idx := uint64(off / int64(r.bs))
 		in := int(off % int64(r.bs))
 		want := min(len(p)-n, r.bs-in, int(r.size-off))
+		dst := p[n : n+want]
 		b, buffered, err := r.w.buffered(idx)
 		if err != nil {
 			return n, err
 		}
 		if buffered {
-			copy(p[n:n+want], b[in:])
+			copy(dst, b[in:])
+			v.add(dst)
 		} else if r.cache != nil && r.cacheIdx == idx {
-			copy(p[n:n+want], r.cache[in:])
+			r.cache.acquire()
+			r.deliver(r.cache, in, dst, v)
 		} else if pf := r.ahead[idx]; pf != nil {
-			delete(r.ahead, idx)
+			// Hold the block while waiting: the map's hold may go (the
+			// block is pruned, or cached and replaced) meanwhile.
+			pf.blk.acquire()
 			r.mu.Unlock()
 			<-pf.done
 			r.mu.Lock()
-			if r.closed {
-				return n, errEnded
-			}
-			if pf.err != nil {
-				continue // read it again the usual way
-			}
-			if r.w.holds(idx) {
+			if pf.err != nil || r.closed || r.w.holds(idx) {
+				// Failed (read it again the usual way), or written
+				// meanwhile by this transaction (read that).
+				pf.blk.release()
+				if r.ahead[idx] == pf {
+					r.dropAhead(idx)
+				}
 				continue
 			}
-			r.setCache(pf.buf, idx)
-			copy(p[n:n+want], pf.buf[in:])
-		} else if in == 0 && want == r.bs && len(p)-n >= r.bs {
+			if r.ahead[idx] == pf {
+				delete(r.ahead, idx)
+				r.setCache(pf.blk, idx) // the map's hold becomes the cache's
+			}
+			r.deliver(pf.blk, in, dst, v)
+		} else if in == 0 && want == r.bs {
 			// A whole block: read it straight into the caller's buffer.
-			if err := r.readBlock(idx, p[n:n+r.bs], true); err != nil {
+			if err := r.readBlock(idx, dst, true); err != nil {
 				return n, err
 			}
+			v.add(dst)
 		} else {
 			b := getBlockBuf(r.bs, false)
 			if err := r.readBlock(idx, b, true); err != nil {
 				putBlockBuf(b)
 				return n, err
 			}
-			if r.closed {
-				return n, errEnded
-			}
-			// Written meanwhile by this transaction: read again.
-			if r.w.holds(idx) {
+			if r.closed || r.w.holds(idx) {
+				// Closed, or written meanwhile by this transaction: read
+				// again (the loop's check ends a closed file's read).
+				putBlockBuf(b)
 				continue
 			}
-			r.setCache(b, idx)
-			copy(p[n:n+want], b[in:])
+			blk := newSharedBlock(b, 2) // the cache's hold and this read's
+			r.setCache(blk, idx)
+			r.deliver(blk, in, dst, v)
 		}
 		n += want
 		off += int64(want)
@@ -246,6 +295,29 @@ func (r *blockReader) readAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// deliver hands the bytes of blk from in on to a read, taking over the
+// read's hold on blk: with v set, as a slice of blk (v keeps the hold);
+// otherwise copied into dst, without the lock, so that concurrent reads
+// copy in parallel. Called with the lock held.
+func (r *blockReader) deliver(blk *sharedBlock, in int, dst []byte, v *readViews) {
+	if v != nil {
+		v.bufs = append(v.bufs, blk.buf[in:in+len(dst)])
+		v.held = append(v.held, blk)
+		return
+	}
+	r.mu.Unlock()
+	copy(dst, blk.buf[in:])
+	blk.release()
+	r.mu.Lock()
+}
+
+// add appends a slice of the caller's buffer to the views, if any.
+func (v *readViews) add(b []byte) {
+	if v != nil {
+		v.bufs = append(v.bufs, b)
+	}
 }
 
 // writeToAhead is how many blocks WriteTo fetches in parallel.
@@ -366,32 +438,56 @@ func (r *blockReader) writeTo(w io.Writer, pos *int64, limit int64) (int64, erro
 // readAheadBytes bounds what one File fetches ahead.
 const readAheadBytes = 4 << 20
 
-// prefetched is a block being read ahead.
+// prefetched is a block being read ahead. Its block is held by the
+// read-ahead map (until the entry is dropped or becomes the cache), by the
+// fetch (until it ends) and by each read waiting for it.
 type prefetched struct {
-	buf  []byte
+	blk  *sharedBlock
 	err  error
-	done chan struct{} // closed when buf and err are set
+	done chan struct{} // closed when blk's bytes and err are set
 }
 
 // readAhead notes a read of [start, end) and, if the reader is
 // sequential, starts fetching the blocks after end. Called with the lock
 // held.
+//
+// Concurrent reads of a sequential reader (the kernel's READs of one file
+// are answered in parallel) end out of order, so a read counts as
+// sequential if it begins where any of the last few reads ended, and the
+// read-ahead runs from the furthest of them.
 func (r *blockReader) readAhead(start, end int64) {
-	if start == r.seqEnd && end > start {
+	seq := false
+	if end > start {
+		for _, e := range r.ends {
+			if e == start {
+				seq = true
+				break
+			}
+		}
+	}
+	r.ends[r.endsAt%len(r.ends)] = end
+	r.endsAt++
+	if seq {
 		r.seqRun++
+		r.seqFar = max(r.seqFar, end)
 	} else {
 		r.seqRun = 0
+		r.seqFar = end
 	}
-	r.seqEnd = end
 	if r.closed {
 		return // Close may be waiting for the fetches already started
 	}
 	bs := int64(r.bs)
-	first := uint64(end / bs)
-	// Blocks behind the reader are of no use any more.
+	first := uint64(r.seqFar / bs)
+	// Blocks behind the reader are of no use any more; a sequential
+	// reader's reads still in flight may want those just behind.
+	keep := first
+	if seq {
+		keep = uint64(max(r.seqFar-readAheadBytes, 0) / bs)
+	}
 	for idx := range r.ahead {
-		if idx < first {
-			delete(r.ahead, idx)
+		if idx < keep {
+			r.dropAhead(idx)
 		}
 	}
 	if r.seqRun < 1 {
@@ -411,7 +507,8 @@ func (r *blockReader) readAhead(start, end int64) {
 		if r.ahead == nil {
 			r.ahead = map[uint64]*prefetched{}
 		}
-		pf := &prefetched{buf: getBlockBuf(r.bs, false), done: make(chan struct{})}
+		// Held by the map and by the fetch.
+		pf := &prefetched{blk: newSharedBlock(getBlockBuf(r.bs, false), 2), done: make(chan struct{})}
 		r.ahead[idx] = pf
 		r.aheadWG.Add(1)
 		go r.prefetch(idx, pf)
@@ -422,6 +519,7 @@ func (r *blockReader) readAhead(start, end int64) {
 // writes and holes included), without holding the lock during the read.
 func (r *blockReader) prefetch(idx uint64, pf *prefetched) {
 	defer r.aheadWG.Done()
+	defer pf.blk.release()
 	defer close(pf.done)
 	r.mu.Lock()
 	if r.closed {
@@ -429,23 +527,24 @@ func (r *blockReader) prefetch(idx uint64, pf *prefetched) {
 		pf.err = errEnded
 		return
 	}
-	locs, crc, done, err := r.source(idx, pf.buf)
+	locs, crc, done, err := r.source(idx, pf.blk.buf)
 	r.mu.Unlock()
 	if err != nil || done {
 		pf.err = err
 		return
 	}
-	pf.err = r.fetch(idx, locs, crc, pf.buf)
+	pf.err = r.fetch(idx, locs, crc, pf.blk.buf)
 }
 
-// setCache makes b the cached copy of block idx. The buffers come from the
-// block pool (every fetch path writes the whole block, so none needs
-// zeroing) and the one replaced goes back to it: it is read only under the
-// lock, by copying. Fresh 1 MiB buffers per block cost a sequential reader
-// through the mount a third of its CPU in page faults and zeroing.
-func (r *blockReader) setCache(b []byte, idx uint64) {
+// setCache makes blk the cached copy of block idx, taking over the
+// caller's hold on it. The buffers come from the block pool (every fetch
+// path writes the whole block, so none needs zeroing) and the one
+// replaced goes back to it once its last reader lets go. Fresh 1 MiB
+// buffers per block cost a sequential reader through the mount a third of
+// its CPU in page faults and zeroing.
+func (r *blockReader) setCache(blk *sharedBlock, idx uint64) {
 	if r.cache != nil {
-		putBlockBuf(r.cache)
+		r.cache.release()
 	}
-	r.cache, r.cacheIdx = b, idx
+	r.cache, r.cacheIdx = blk, idx
 }

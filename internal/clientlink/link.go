@@ -51,6 +51,9 @@ type Hooks[C, T, F, I any] struct {
 	Addr func(c C) string
 	// SetFlushBlocks sets how many dirty blocks f buffers before writing.
 	SetFlushBlocks func(f F, n int)
+	// ReadAtShared reads without copying what lies in f's blocks in
+	// memory (File.readAtShared).
+	ReadAtShared func(f F, p []byte, off int64) (bufs [][]byte, n int, release func(), err error)
 }
 
 var hooks any

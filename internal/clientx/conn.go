@@ -75,3 +75,13 @@ func Lost(tx *client.Txn) bool { return hooks.Lost(tx) }
 // SetFlushBlocks sets how many dirty blocks f buffers before it writes
 // them out (default 64).
 func SetFlushBlocks(f *client.File, n int) { hooks.SetFlushBlocks(f, n) }
+
+// ReadAtShared reads like f.ReadAt, but returns the bytes as slices, in
+// file order, partly of p and partly of the blocks f holds in memory
+// (checked against their checksums), which it does not copy. Call release
+// exactly once after the slices were last used (a FUSE reply written):
+// until then those blocks are not reused. On an error other than io.EOF
+// there are no slices.
+func ReadAtShared(f *client.File, p []byte, off int64) (bufs [][]byte, n int, release func(), err error) {
+	return hooks.ReadAtShared(f, p, off)
+}

@@ -11,7 +11,8 @@
 //   - directory leases (LeaseDir, LeaseValid);
 //   - the namenode's counters and the connection's state (NamenodeStats,
 //     NamenodeRequests, ReconnectedAt, NamenodeAddr, Lost);
-//   - tuning knobs (SetFlushBlocks).
+//   - tuning knobs (SetFlushBlocks);
+//   - reads without a copy, for the FUSE mount's replies (ReadAtShared).
 //
 // It works on the client's unexported state through internal/clientlink
 // (package client cannot import this one, which names its types).
