@@ -82,11 +82,21 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		if v := os.Getenv("PLASMAFS_CREDENTIAL"); v != "" {
 			cfg.CredentialFile = v
 		}
-		if os.Getenv("PLASMAFS_DEFER_DATA_SYNC") == "1" {
-			cfg.DeferDataSync = true
-		}
-		if os.Getenv("PLASMAFS_JOURNAL_SMALL_WRITES") == "1" {
-			cfg.JournalSmallWrites = true
+		for _, sw := range []struct {
+			env string
+			on  *bool
+		}{{"PLASMAFS_DEFER_DATA_SYNC", &cfg.DeferDataSync}, {"PLASMAFS_JOURNAL_SMALL_WRITES", &cfg.JournalSmallWrites}} {
+			// Any other value (true, yes) would leave the switch off
+			// while its user believes it on.
+			switch v := os.Getenv(sw.env); v {
+			case "", "0":
+			case "1":
+				*sw.on = true
+			default:
+				if err == nil {
+					err = fmt.Errorf("$%s=%q: set it to 1 (on) or 0 (off)", sw.env, v)
+				}
+			}
 		}
 	}()
 	if len(namenodes) > 0 {
