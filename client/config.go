@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 	}()
 	if len(namenodes) > 0 {
 		cfg.Source = "-namenode"
+		cfg.takeIdentity(cluster)
 		return cfg, nil
 	}
 	if cluster == "" {
@@ -112,6 +114,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 				}
 			}
 			cfg.Cluster, cfg.Source = cluster, "$PLASMAFS_NAMENODES"
+			cfg.takeIdentity(cluster)
 			return cfg, nil
 		}
 	}
@@ -139,4 +142,34 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		return cfg, fmt.Errorf("%s lists no cluster", path)
 	}
 	return cfg, fmt.Errorf("cluster %q is not in %s", cluster, path)
+}
+
+// takeIdentity gives a configuration of explicit namenodes (-namenode,
+// $PLASMAFS_NAMENODES) the security levels and credential of the
+// configuration file's entry for the same cluster: the one named cluster,
+// else one that lists one of these namenodes. Naming the addresses says
+// where the cluster is, not who the user is; without this a cluster at
+// level privacy refused every such command for want of a credential the
+// file has. No such entry (or no file): nothing changes.
+func (cfg *Config) takeIdentity(cluster string) {
+	b, err := os.ReadFile(clientconf.Path())
+	if err != nil {
+		return
+	}
+	entries, err := clientconf.Parse(string(b))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		same := cluster != "" && e.Name == cluster
+		if cluster == "" {
+			for _, a := range e.Namenodes {
+				same = same || slices.Contains(cfg.Namenodes, a)
+			}
+		}
+		if same {
+			cfg.Security, cfg.DataSecurity, cfg.CredentialFile = e.Security, e.DataSecurity, e.Credential
+			return
+		}
+	}
 }
