@@ -53,6 +53,25 @@ func (u *clusterUp) checkNamenodes(given bool, n int, rec clusterSettings, made 
 // next port free for Raft) or picks new ones.
 func (u *clusterUp) chooseGroupAddrs() error {
 	addrs := u.settings.GroupAddrs
+	if u.given["namenode-addr"] {
+		// -namenode-addr is nn1's: a new group's first member takes it;
+		// a group formed already keeps its members' addresses (its
+		// members refuse another list).
+		switch {
+		case len(addrs) == 0:
+			raft, err := nextPort(u.nnAddr)
+			if err != nil {
+				return usagef("-namenode-addr %s: %v", u.nnAddr, err)
+			}
+			if !addrFree(u.nnAddr) || !addrFree(raft) {
+				return fmt.Errorf("-namenode-addr %s (or %s, nn1's Raft port) is in use by another program: choose another", u.nnAddr, raft)
+			}
+			addrs = []string{u.nnAddr}
+		case addrs[0] != u.nnAddr:
+			return usagef("-namenode-addr %s: the namenode group's members serve at %s (recorded in %s); a group formed already keeps its addresses",
+				u.nnAddr, strings.Join(addrs, ","), filepath.Join(u.dir, clusterSettingsFile))
+		}
+	}
 	for i := 0; i < u.settings.Namenodes; i++ {
 		if i < len(addrs) {
 			raft, err := nextPort(addrs[i])
