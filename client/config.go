@@ -150,8 +150,15 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 // else one that lists one of these namenodes. Naming the addresses says
 // where the cluster is, not who the user is; without this a cluster at
 // level privacy refused every such command for want of a credential the
-// file has. No such entry (or no file): nothing changes.
+// file has. No such entry (or no file): nothing changes; nor when the
+// environment sets the levels or the credential itself (it says who the
+// client is then).
 func (cfg *Config) takeIdentity(cluster string) {
+	for _, v := range []string{"PLASMAFS_SECURITY", "PLASMAFS_DATA_SECURITY", "PLASMAFS_CREDENTIAL"} {
+		if os.Getenv(v) != "" {
+			return
+		}
+	}
 	b, err := os.ReadFile(clientconf.Path())
 	if err != nil {
 		return
