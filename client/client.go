@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/user"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("credential: %w", err)
 		}
 		cfg.User, cfg.Group = cred.Identity.User, cred.Identity.PrimaryGroup()
+	} else if (level != auth.None || dataLevel != auth.None) && (cfg.Source == "-namenode" || cfg.Source == "$PLASMAFS_NAMENODES") {
+		return nil, fmt.Errorf("security level %s/%s needs a credential: no cluster entry of %s lists the namenodes of %s (%s): set PLASMAFS_CREDENTIAL, or name the cluster with -cluster (issue a credential with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, clientconf.Path(), cfg.Source, strings.Join(cfg.Namenodes, ","))
 	} else if level != auth.None || dataLevel != auth.None {
 		return nil, fmt.Errorf("security level %s/%s needs a credential: set credential in %s or PLASMAFS_CREDENTIAL (issue one with 'plasma admin user add NAME')", cfg.Security, cfg.DataSecurity, clientconf.Path())
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,15 +83,26 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		if v := os.Getenv("PLASMAFS_CREDENTIAL"); v != "" {
 			cfg.CredentialFile = v
 		}
-		if os.Getenv("PLASMAFS_DEFER_DATA_SYNC") == "1" {
-			cfg.DeferDataSync = true
-		}
-		if os.Getenv("PLASMAFS_JOURNAL_SMALL_WRITES") == "1" {
-			cfg.JournalSmallWrites = true
+		for _, sw := range []struct {
+			env string
+			on  *bool
+		}{{"PLASMAFS_DEFER_DATA_SYNC", &cfg.DeferDataSync}, {"PLASMAFS_JOURNAL_SMALL_WRITES", &cfg.JournalSmallWrites}} {
+			// Any other value (true, yes) would leave the switch off
+			// while its user believes it on.
+			switch v := os.Getenv(sw.env); v {
+			case "", "0":
+			case "1":
+				*sw.on = true
+			default:
+				if err == nil {
+					err = fmt.Errorf("$%s=%q: set it to 1 (on) or 0 (off)", sw.env, v)
+				}
+			}
 		}
 	}()
 	if len(namenodes) > 0 {
 		cfg.Source = "-namenode"
+		cfg.takeIdentity(cluster)
 		return cfg, nil
 	}
 	if cluster == "" {
@@ -102,6 +114,7 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 				}
 			}
 			cfg.Cluster, cfg.Source = cluster, "$PLASMAFS_NAMENODES"
+			cfg.takeIdentity(cluster)
 			return cfg, nil
 		}
 	}
@@ -129,4 +142,41 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		return cfg, fmt.Errorf("%s lists no cluster", path)
 	}
 	return cfg, fmt.Errorf("cluster %q is not in %s", cluster, path)
+}
+
+// takeIdentity gives a configuration of explicit namenodes (-namenode,
+// $PLASMAFS_NAMENODES) the security levels and credential of the
+// configuration file's entry for the same cluster: the one named cluster,
+// else one that lists one of these namenodes. Naming the addresses says
+// where the cluster is, not who the user is; without this a cluster at
+// level privacy refused every such command for want of a credential the
+// file has. No such entry (or no file): nothing changes; nor when the
+// environment sets the levels or the credential itself (it says who the
+// client is then).
+func (cfg *Config) takeIdentity(cluster string) {
+	for _, v := range []string{"PLASMAFS_SECURITY", "PLASMAFS_DATA_SECURITY", "PLASMAFS_CREDENTIAL"} {
+		if os.Getenv(v) != "" {
+			return
+		}
+	}
+	b, err := os.ReadFile(clientconf.Path())
+	if err != nil {
+		return
+	}
+	entries, err := clientconf.Parse(string(b))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		same := cluster != "" && e.Name == cluster
+		if cluster == "" {
+			for _, a := range e.Namenodes {
+				same = same || slices.Contains(cfg.Namenodes, a)
+			}
+		}
+		if same {
+			cfg.Security, cfg.DataSecurity, cfg.CredentialFile = e.Security, e.DataSecurity, e.Credential
+			return
+		}
+	}
 }

@@ -275,6 +275,13 @@ func (tx *Txn) readReplicas(ctx context.Context, name string, ino, idx uint64, l
 				}
 			}
 		}
+		if l.addr == "" {
+			// The namenode knows no address: the datanode has not
+			// registered since the namenode started. Dialing "" would
+			// only say "missing address".
+			errs = append(errs, fmt.Sprintf("datanode %s has not registered with the namenode since the namenode started (datanodes register within seconds of a namenode restart or failover: run the command again; 'plasma admin datanodes' shows them)", l.node))
+			continue
+		}
 		err := tx.c.data.readBlock(ctx, tx.reqID(), l.addr, l.block, l.ticket, buf, crc, l.valid)
 		if err == nil {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/plasmafs/plasma/internal/loopback"
+	"github.com/plasmafs/plasma/internal/namenode"
 	"github.com/plasmafs/plasma/internal/supervisor"
 )
 
@@ -52,6 +53,25 @@ func (u *clusterUp) checkNamenodes(given bool, n int, rec clusterSettings, made 
 // next port free for Raft) or picks new ones.
 func (u *clusterUp) chooseGroupAddrs() error {
 	addrs := u.settings.GroupAddrs
+	if u.given["namenode-addr"] {
+		// -namenode-addr is nn1's: a new group's first member takes it;
+		// a group formed already keeps its members' addresses (its
+		// members refuse another list).
+		switch {
+		case len(addrs) == 0:
+			raft, err := nextPort(u.nnAddr)
+			if err != nil {
+				return usagef("-namenode-addr %s: %v", u.nnAddr, err)
+			}
+			if !addrFree(u.nnAddr) || !addrFree(raft) {
+				return fmt.Errorf("-namenode-addr %s (or %s, nn1's Raft port) is in use by another program: choose another", u.nnAddr, raft)
+			}
+			addrs = []string{u.nnAddr}
+		case addrs[0] != u.nnAddr:
+			return usagef("-namenode-addr %s: the namenode group's members serve at %s (recorded in %s); a group formed already keeps its addresses",
+				u.nnAddr, strings.Join(addrs, ","), filepath.Join(u.dir, clusterSettingsFile))
+		}
+	}
 	for i := 0; i < u.settings.Namenodes; i++ {
 		if i < len(addrs) {
 			raft, err := nextPort(addrs[i])
@@ -121,7 +141,20 @@ func (u *clusterUp) startGroup(ctx context.Context, sv *supervisor.Supervisor) e
 	for i, a := range u.settings.GroupAddrs {
 		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
 	}
+	var started []int
 	for i, a := range u.settings.GroupAddrs {
+		// A member taken out with 'plasma admin namenode remove' refuses
+		// to start with its state; the others still take the list the
+		// group was formed with.
+		gdir := u.memberDB(i+1) + ".group"
+		if group, removed, err := namenode.RemovedFromGroup(gdir); err != nil {
+			return err
+		} else if removed {
+			fmt.Fprintf(stderr, "namenode nn%d (%s) was removed from group %s ('plasma admin namenode remove'): not started; to bring it back as a new member, move %s away, start it with -join %s -id %d and 'plasma admin namenode add %d %s'\n",
+				i+1, a, group, gdir, group, i+1, i+1, a)
+			continue
+		}
+		started = append(started, i)
 		args := []string{"namenode", "-listen", a, "-db", u.memberDB(i + 1), "-peers", strings.Join(peers, ","), "-id", strconv.Itoa(i + 1),
 			"-cluster", u.name, "-blocksize", strconv.FormatInt(u.bs, 10),
 			"-security", u.sec, "-data-security", u.dataSec, "-credential", u.nnCred, "-ticket-key", u.ticketKey, "-delegation-credential", u.delegCred}
@@ -133,7 +166,8 @@ func (u *clusterUp) startGroup(ctx context.Context, sv *supervisor.Supervisor) e
 			return err
 		}
 	}
-	for i, a := range u.settings.GroupAddrs {
+	for _, i := range started {
+		a := u.settings.GroupAddrs[i]
 		if err := sv.WaitListening(ctx, a); err != nil {
 			return fmt.Errorf("namenode nn%d did not start (see %s): %w", i+1, filepath.Join(u.dir, fmt.Sprintf("nn%d.log", i+1)), err)
 		}

@@ -79,7 +79,7 @@ clusters' entries in it are kept; this one comes first, the clients' default).`,
 	f.StringVar(&u.name, "cluster", "local", "cluster name")
 	f.sizeRange(&u.bs, "blocksize", 64<<10, 64<<20, "blocksize of a new cluster, a power of two")
 	f.sizeRange(&u.size, "size", 64<<10, maxVolume, "size of each new datanode volume")
-	f.StringVar(&u.nnAddr, "namenode-addr", "", "namenode address (default: the recorded one, or a free port for a new cluster)")
+	f.StringVar(&u.nnAddr, "namenode-addr", "", "namenode address; with -namenodes 3 or 5, the first member's (its Raft port is the next) (default: the recorded one, or a free port for a new cluster)")
 	f.BoolVar(&u.detach, "detach", false, "start in the background and return")
 	f.BoolVar(&u.relaxed, "relaxed", false, "relaxed commit mode (acknowledge before fsync)")
 	store := f.String("store", storeSQLite, "metadata store of a new cluster: sqlite, or postgres (a private PostgreSQL server,\nstarted with the cluster: initdb and pg_ctl of Debian's postgresql package)")

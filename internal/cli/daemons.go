@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -183,6 +184,10 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 	if grp.enabled() && *format {
 		return usagef("-format with -peers would give each member a namespace of its own: format one database without -peers, then give every member a copy ('plasma namenode backup')")
 	}
+	member, err := grp.resolve(f, *listen) // namenodegroup.go
+	if err != nil {
+		return err
+	}
 	logPath := *logFlag
 	if logPath == "" {
 		local := meta.LocalPath(*db)
@@ -221,7 +226,7 @@ commit log, a local file); 'plasma namenode migrate' copies between them.`, fals
 		TicketLifetime: *ticketLifetime, UserAllocLimit: uint64(*userAlloc),
 		MaxConns: *maxConns, MaxConnsPerUser: *maxUserConns, MaxHandshakesPerSource: *maxHandshakes, RequestMemory: int(requestMem), Relaxed: *relaxed, NoMetrics: *adminAddr.listen == "", LogPath: logPath, LogSize: logSize, SyncInterval: *syncInterval, SyncCommits: *syncCommits, JournalSettle: *journalSettle}
 	if grp.enabled() {
-		failed, err := runGroupMember(ctx, f, grp, *listen, *db, logPath, nnCfg, adminAddr, *dnAdmin)
+		failed, err := runGroupMember(ctx, grp, member, *db, logPath, nnCfg, adminAddr, *dnAdmin)
 		storeFailed = failed
 		return err
 	}
@@ -289,15 +294,29 @@ preallocated slot per whole block: every block, however short, takes a block of 
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	if *dir == "" && len(f.pos) > 0 {
+		*dir, f.pos = f.pos[0], f.pos[1:]
+	}
 	if *dir == "" {
-		if len(f.pos) == 1 {
-			*dir = f.pos[0]
-		} else {
-			return usagef("-dir is required")
-		}
+		return usagef("-dir is required")
+	}
+	if len(f.pos) != 0 {
+		return usagef("unexpected argument %q (the volume directory is -dir %s)", f.pos[0], *dir)
 	}
 	if bs&(bs-1) != 0 {
 		return usagef("blocksize %d: must be a power of two", bs)
+	}
+	// Flags of the other layout would be ignored: refuse them.
+	layoutSet, slotsSet := false, false
+	f.Visit(func(fl *flag.Flag) {
+		layoutSet = layoutSet || fl.Name == "layout"
+		slotsSet = slotsSet || fl.Name == "slot-bytes"
+	})
+	if *fast && layoutSet && *layout == "sparse" {
+		return usagef("-fallocate makes a fixed volume: give -layout fixed, or leave -fallocate out for a sparse one")
+	}
+	if slotsSet && (*fast || *layout == "fixed") {
+		return usagef("-slot-bytes is for sparse volumes: a fixed volume has one slot per block")
 	}
 	if size < bs {
 		return usagef("-size %s is smaller than one block (%s)", sizeString(size), sizeString(bs))

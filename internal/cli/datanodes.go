@@ -158,6 +158,11 @@ func awaitDrained(ctx context.Context, c *client.Client, id uint32) error {
 				return fmt.Errorf("datanode %d is %s, no longer draining", id, n.State)
 			}
 			line := fmt.Sprintf("datanode %d: draining, %d blocks left, %d copies in flight", id, n.Replicas, n.Copies)
+			if n.Replicas > 0 && !otherInService(s, id) {
+				// Copies go only to datanodes in service: say why nothing
+				// moves rather than wait silently.
+				line = fmt.Sprintf("datanode %d: draining, %d blocks left, and no other datanode is in service to take them: waiting (start or enable another datanode; 'plasma admin datanode enable %d' ends the drain)", id, n.Replicas, id)
+			}
 			if line != last {
 				fmt.Fprintln(stdout, line)
 				last = line
@@ -169,6 +174,17 @@ func awaitDrained(ctx context.Context, c *client.Client, id uint32) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// otherInService reports whether a datanode other than id is in service
+// (alive, enabled, not draining): one that can take re-replication copies.
+func otherInService(s client.ReplicationStatus, id uint32) bool {
+	for _, n := range s.Nodes {
+		if n.ID != id && n.State == "in service" {
+			return true
+		}
+	}
+	return false
 }
 
 func stateOf(s client.ReplicationStatus, id uint32) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ func groupFlags(f *flags) groupOpts {
 			"(their client addresses; each member's Raft traffic uses the next port). Every member starts from a copy\n"+
 			"of the same database ('plasma namenode backup') and is given the same list; the group is recorded\n"+
 			"at the first start and a later start with another list is refused"),
-		id:  f.String("id", "", "with -peers: this member's id in the list"),
+		id:  f.String("id", "", "with -peers or -join: this member's id (in the -peers list)"),
 		dir: f.String("group-dir", "", "with -peers: the member's Raft log and group record (default: the database's path + \".group\")"),
 		raftDial: f.String("raft-dial", "", "with -peers: id=host:port,... where this member reaches those peers' Raft ports when not at\n"+
 			"the port after their client addresses (through a proxy, a tunnel or address translation); each member may\n"+
@@ -68,44 +69,71 @@ func (g groupOpts) createsDB(db string) bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// runGroupMember runs this namenode as a group member until ctx ends or
-// its store fails (failed: the store's state is unknown, leave it
-// unclosed).
-func runGroupMember(ctx context.Context, f *flags, g groupOpts, listen, db, logPath string, cfg namenode.Config, admin adminFlags, dnAdmin string) (failed bool, err error) {
+// groupOnlyFlags mean something only to a member of a namenode group.
+var groupOnlyFlags = []string{"id", "group-dir", "raft-dial", "election-timeout", "log-keep", "snapshot-interval"}
+
+// groupMember is what the group flags name: the members, this one among
+// them, and where it reaches the others' Raft ports.
+type groupMember struct {
+	peers    []namenode.Peer
+	self     namenode.Peer
+	raftDial map[string]string
+}
+
+// resolve checks the group flags before anything is opened (a refused
+// -join must not leave a new database behind) and refuses group flags
+// given to a single namenode, which would otherwise be ignored.
+func (g groupOpts) resolve(f *flags, listen string) (groupMember, error) {
+	if !g.enabled() {
+		var set []string
+		f.Visit(func(fl *flag.Flag) {
+			if slices.Contains(groupOnlyFlags, fl.Name) {
+				set = append(set, "-"+fl.Name)
+			}
+		})
+		if len(set) > 0 {
+			return groupMember{}, usagef("%s: only for a member of a namenode group; add -peers (forming a group) or -join (joining one), or leave %s out for a single namenode", strings.Join(set, ", "), strings.Join(set, ", "))
+		}
+		return groupMember{}, nil
+	}
 	listenSet := false
 	f.Visit(func(fl *flag.Flag) { listenSet = listenSet || fl.Name == "listen" })
+	peerList := *g.peers
 	if *g.join != "" {
 		if *g.peers != "" {
-			return false, usagef("-join and -peers: a member joining a running group learns its members from the leader; give -join, -id and -listen only")
+			return groupMember{}, usagef("-join and -peers: a member joining a running group learns its members from the leader; give -join, -id and -listen only")
 		}
 		if *g.id == "" || strings.ContainsAny(*g.id, "=, ") {
-			return false, usagef("-join needs -id, this member's id (a name without '=', ',' or spaces, not used by another member)")
+			return groupMember{}, usagef("-join needs -id, this member's id (a name without '=', ',' or spaces, not used by another member)")
 		}
-		*g.peers = *g.id + "=" + listen
+		peerList = *g.id + "=" + listen
 	}
-	peers, err := namenode.ParsePeers(*g.peers)
+	peers, err := namenode.ParsePeers(peerList)
 	if err != nil {
-		return false, usagef("-peers: %v", err)
+		return groupMember{}, usagef("-peers: %v", err)
 	}
 	if *g.id == "" {
-		return false, usagef("-peers needs -id, this member's id in the list")
+		return groupMember{}, usagef("-peers needs -id, this member's id in the list")
 	}
-	var self *namenode.Peer
-	for i := range peers {
-		if peers[i].ID == *g.id {
-			self = &peers[i]
-		}
+	i := slices.IndexFunc(peers, func(p namenode.Peer) bool { return p.ID == *g.id })
+	if i < 0 {
+		return groupMember{}, usagef("-id %s is not in -peers %s", *g.id, peerList)
 	}
-	if self == nil {
-		return false, usagef("-id %s is not in -peers %s", *g.id, *g.peers)
-	}
-	if listenSet && listen != self.Addr {
-		return false, usagef("-listen %s differs from this member's address in -peers (%s=%s)", listen, self.ID, self.Addr)
+	if listenSet && listen != peers[i].Addr {
+		return groupMember{}, usagef("-listen %s differs from this member's address in -peers (%s=%s)", listen, peers[i].ID, peers[i].Addr)
 	}
 	raftDial, err := namenode.ParseRaftDial(*g.raftDial)
 	if err != nil {
-		return false, usagef("-raft-dial: %v", err)
+		return groupMember{}, usagef("-raft-dial: %v", err)
 	}
+	return groupMember{peers: peers, self: peers[i], raftDial: raftDial}, nil
+}
+
+// runGroupMember runs this namenode as member m of a group until ctx
+// ends or its store fails (failed: the store's state is unknown, leave it
+// unclosed).
+func runGroupMember(ctx context.Context, g groupOpts, m groupMember, db, logPath string, cfg namenode.Config, admin adminFlags, dnAdmin string) (failed bool, err error) {
+	peers, self, raftDial := m.peers, &m.self, m.raftDial
 	dir := *g.dir
 	if dir == "" {
 		if local := meta.LocalPath(db); local != "" {

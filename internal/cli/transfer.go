@@ -250,6 +250,11 @@ func createTemp(dst string) (*os.File, error) {
 			break
 		}
 	}
+	// Name what the user gave, not the temporary file beside it.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s: cannot create it in %s: %w", dst, filepath.Clean(dir+"."), pe.Err)
+	}
 	return nil, err
 }
 

@@ -313,7 +313,7 @@ func (n *Namenode) checkRep(rep uint8) (uint8, error) {
 		return 0, fail(wire.ErrCodeInvalid, "replication %d is over the limit of %d", rep, wire.MaxReplica)
 	}
 	if live := len(n.liveNodes()); int(rep) > live {
-		return 0, fail(wire.ErrCodeUnavailable, "replication %d requested but only %d datanodes are alive", rep, live)
+		return 0, fail(wire.ErrCodeUnavailable, "replication %d requested but only %d datanodes are alive%s", rep, live, n.outOfService())
 	}
 	return rep, nil
 }
