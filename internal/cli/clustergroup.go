@@ -63,7 +63,7 @@ func (u *clusterUp) chooseGroupAddrs() error {
 			if err != nil {
 				return usagef("-namenode-addr %s: %v", u.nnAddr, err)
 			}
-			if !addrFree(u.nnAddr) || !addrFree(raft) {
+			if !loopback.Claim(u.nnAddr) || !loopback.Claim(raft) {
 				return fmt.Errorf("-namenode-addr %s (or %s, nn1's Raft port) is in use by another program: choose another", u.nnAddr, raft)
 			}
 			addrs = []string{u.nnAddr}
