@@ -53,6 +53,7 @@ func (u *clusterUp) checkNamenodes(given bool, n int, rec clusterSettings, made 
 // next port free for Raft) or picks new ones.
 func (u *clusterUp) chooseGroupAddrs() error {
 	addrs := u.settings.GroupAddrs
+	claimed := 0 // addrs[:claimed] are checked free and claimed already
 	if u.given["namenode-addr"] {
 		// -namenode-addr is nn1's: a new group's first member takes it;
 		// a group formed already keeps its members' addresses (its
@@ -66,13 +67,13 @@ func (u *clusterUp) chooseGroupAddrs() error {
 			if !loopback.Claim(u.nnAddr) || !loopback.Claim(raft) {
 				return fmt.Errorf("-namenode-addr %s (or %s, nn1's Raft port) is in use by another program: choose another", u.nnAddr, raft)
 			}
-			addrs = []string{u.nnAddr}
+			addrs, claimed = []string{u.nnAddr}, 1
 		case addrs[0] != u.nnAddr:
 			return usagef("-namenode-addr %s: the namenode group's members serve at %s (recorded in %s); a group formed already keeps its addresses",
 				u.nnAddr, strings.Join(addrs, ","), filepath.Join(u.dir, clusterSettingsFile))
 		}
 	}
-	for i := 0; i < u.settings.Namenodes; i++ {
+	for i := claimed; i < u.settings.Namenodes; i++ {
 		if i < len(addrs) {
 			raft, err := nextPort(addrs[i])
 			if err != nil {

@@ -17,7 +17,7 @@ func FreePair() (string, error) {
 		}
 		_, port, _ := net.SplitHostPort(a)
 		p, _ := strconv.Atoi(port)
-		if p >= 65535 {
+		if p >= 65535 || !handOut(p+1) {
 			continue
 		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+1)))
