@@ -50,6 +50,13 @@ type Config struct {
 	// namenode request for hours) from being aborted as idle. Zero means a
 	// third of the namenode's transaction timeout; negative disables it.
 	KeepaliveInterval time.Duration
+	// AllocWait bounds how long a request that places data (a block
+	// allocation, a file's creation, a change of its replication) waits
+	// when the namenode refuses it for want of live datanodes while some
+	// it knows have not registered with it yet (after a namenode restart
+	// or a failover to another member). Zero means DefaultAllocWait;
+	// negative means no wait. The context's deadline is kept too.
+	AllocWait time.Duration
 	// Source says where LoadConfig found the cluster: "-namenode",
 	// "$PLASMAFS_NAMENODES" or the configuration file's path.
 	Source string
