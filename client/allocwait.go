@@ -77,11 +77,12 @@ func (tx *Txn) waitForDatanodes(ctx context.Context, q *wire.Request, err error)
 			return nil, fmt.Errorf("%w (namenode %s: every datanode it knows is alive, so waiting would not help; start more datanodes or lower the file's replication, see 'plasma admin datanodes')",
 				err, tx.c.namenodeAddr())
 		}
-		sleep := delay/2 + rand.N(delay/2+1)
-		if time.Now().Add(sleep).After(deadline) {
-			return nil, fmt.Errorf("%w (namenode %s: waited %v for its datanodes to register, %d have not; start them or check they reach the namenode, see 'plasma admin datanodes'; client.Config.AllocWait sets the wait)",
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("%w (namenode %s: waited %v for the datanodes it knows to register, %d of them have not; start them or check they reach the namenode, see 'plasma admin datanodes'; client.Config.AllocWait or $PLASMAFS_ALLOC_WAIT sets the wait)",
 				err, tx.c.namenodeAddr(), time.Since(start).Round(time.Millisecond), pending)
 		}
+		sleep := min(delay/2+rand.N(delay/2+1), left)
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():

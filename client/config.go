@@ -55,7 +55,8 @@ type Config struct {
 	// when the namenode refuses it for want of live datanodes while some
 	// it knows have not registered with it yet (after a namenode restart
 	// or a failover to another member). Zero means DefaultAllocWait;
-	// negative means no wait. The context's deadline is kept too.
+	// negative means no wait. The context's deadline is kept too. Also
+	// set by $PLASMAFS_ALLOC_WAIT (a duration: 10s, 2m).
 	AllocWait time.Duration
 	// Source says where LoadConfig found the cluster: "-namenode",
 	// "$PLASMAFS_NAMENODES" or the configuration file's path.
@@ -94,6 +95,13 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		}
 		if os.Getenv("PLASMAFS_JOURNAL_SMALL_WRITES") == "1" {
 			cfg.JournalSmallWrites = true
+		}
+		if v := os.Getenv("PLASMAFS_ALLOC_WAIT"); v != "" {
+			d, perr := time.ParseDuration(v)
+			if perr != nil && err == nil {
+				err = fmt.Errorf("$PLASMAFS_ALLOC_WAIT=%q: not a duration (say 30s; 0 for the default, negative for no wait)", v)
+			}
+			cfg.AllocWait = d
 		}
 	}()
 	if len(namenodes) > 0 {

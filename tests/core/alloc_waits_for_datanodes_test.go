@@ -59,8 +59,9 @@ func TestWriterRidesThroughRestartBeforeRegistration(t *testing.T) {
 // TestAllocationRefusalNoWaitEndsFailsClearly checks the bounds of that
 // wait: a replication more than the datanodes the namenode knows is
 // refused at once; a datanode that never comes back is waited for
-// Config.AllocWait, then the error names the namenode and what to do;
-// the context's deadline ends the wait sooner.
+// Config.AllocWait ($PLASMAFS_ALLOC_WAIT for 'plasma put'), then the
+// error names the namenode and what to do; the context's deadline ends
+// the wait sooner.
 func TestAllocationRefusalNoWaitEndsFailsClearly(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Datanodes: 1})
 	guard, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -90,6 +91,15 @@ func TestAllocationRefusalNoWaitEndsFailsClearly(t *testing.T) {
 			t.Fatalf("datanode gone: the error does not say %q: %v", want, err)
 		}
 	}
+
+	// 'plasma put' says the same and exits non-zero; the wait is set by
+	// the environment.
+	out, code := c.RunEnv([]string{"PLASMAFS_ALLOC_WAIT=1s"}, []byte("some bytes"), "put", "-stdin", "/never-cli")
+	if code == 0 || !strings.Contains(out, "waited") || !strings.Contains(out, "plasma admin datanodes") || strings.Contains(out, "goroutine") {
+		t.Fatalf("plasma put with the datanode gone: exit %d, want a failure that says it waited and what to do:\n%s", code, out)
+	}
+
+	t.Logf("plasma put with the datanode gone (exit %d): %s", code, out)
 
 	// The default wait (30 s) is cut short by the caller's deadline.
 	dc := c.Client(client.Config{})
