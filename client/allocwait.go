@@ -72,15 +72,23 @@ func (tx *Txn) waitForDatanodes(ctx context.Context, q *wire.Request, err error)
 	deadline := start.Add(wait)
 	delay := allocWaitFirst
 	for {
-		pending, lerr := tx.c.unregisteredDatanodes(ctx)
-		if lerr == nil && pending == 0 {
+		pending, known, lerr := tx.c.unregisteredDatanodes(ctx)
+		switch {
+		case lerr == nil && known == 0:
+			return nil, fmt.Errorf("%w (namenode %s knows no datanode: start one, see 'plasma admin datanodes')",
+				err, tx.c.namenodeAddr())
+		case lerr == nil && pending == 0:
 			return nil, fmt.Errorf("%w (namenode %s: every datanode it knows is alive, so waiting would not help; start more datanodes or lower the file's replication, see 'plasma admin datanodes')",
 				err, tx.c.namenodeAddr())
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w (namenode %s: waited %v for the datanodes it knows to register, %d of them have not; start them or check they reach the namenode, see 'plasma admin datanodes'; client.Config.AllocWait or $PLASMAFS_ALLOC_WAIT sets the wait)",
-				err, tx.c.namenodeAddr(), time.Since(start).Round(time.Millisecond), pending)
+			missing := fmt.Sprintf("%d of them have not", pending)
+			if lerr != nil {
+				missing = fmt.Sprintf("its datanode list could not be read: %v", lerr)
+			}
+			return nil, fmt.Errorf("%w (namenode %s: waited %v for the datanodes it knows to register, %s; start them or check they reach the namenode, see 'plasma admin datanodes'; client.Config.AllocWait or $PLASMAFS_ALLOC_WAIT sets the wait)",
+				err, tx.c.namenodeAddr(), time.Since(start).Round(time.Millisecond), missing)
 		}
 		sleep := min(delay/2+rand.N(delay/2+1), left)
 		t := time.NewTimer(sleep)
@@ -115,17 +123,21 @@ func (tx *Txn) restartAuto() {
 }
 
 // unregisteredDatanodes counts the enabled datanodes the namenode knows
-// that are not alive: those a wait for registrations may bring.
-func (c *Client) unregisteredDatanodes(ctx context.Context) (int, error) {
+// (known) and those of them that are not alive (pending): those a wait
+// for registrations may bring.
+func (c *Client) unregisteredDatanodes(ctx context.Context) (pending, known int, err error) {
 	nodes, err := c.Datanodes(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
 	for _, d := range nodes {
-		if d.Enabled && !d.Alive {
-			n++
+		if !d.Enabled {
+			continue
+		}
+		known++
+		if !d.Alive {
+			pending++
 		}
 	}
-	return n, nil
+	return pending, known, nil
 }
