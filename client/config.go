@@ -51,6 +51,14 @@ type Config struct {
 	// namenode request for hours) from being aborted as idle. Zero means a
 	// third of the namenode's transaction timeout; negative disables it.
 	KeepaliveInterval time.Duration
+	// AllocWait bounds how long a request that places data (a block
+	// allocation, a file's creation, a change of its replication) waits
+	// when the namenode refuses it for want of live datanodes while some
+	// it knows have not registered with it yet (after a namenode restart
+	// or a failover to another member). Zero means DefaultAllocWait;
+	// negative means no wait. The context's deadline is kept too. Also
+	// set by $PLASMAFS_ALLOC_WAIT (a duration: 10s, 2m).
+	AllocWait time.Duration
 	// Source says where LoadConfig found the cluster: "-namenode",
 	// "$PLASMAFS_NAMENODES" or the configuration file's path.
 	Source string
@@ -98,6 +106,13 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 					err = fmt.Errorf("$%s=%q: set it to 1 (on) or 0 (off)", sw.env, v)
 				}
 			}
+		}
+		if v := os.Getenv("PLASMAFS_ALLOC_WAIT"); v != "" {
+			d, perr := time.ParseDuration(v)
+			if perr != nil && err == nil {
+				err = fmt.Errorf("$PLASMAFS_ALLOC_WAIT=%q: not a duration (say 30s; 0 for the default, negative for no wait)", v)
+			}
+			cfg.AllocWait = d
 		}
 	}()
 	if len(namenodes) > 0 {

@@ -168,7 +168,18 @@ func (tx *Txn) ID() uint64 { return tx.id }
 // the datanodes (wire.FormatReqID).
 func (tx *Txn) reqID() uint64 { return tx.c.reqID(tx.id) }
 
+// call sends q in the transaction; a request that places data refused
+// for want of live datanodes waits for them (allocwait.go).
 func (tx *Txn) call(ctx context.Context, q *wire.Request) (*wire.Response, error) {
+	r, err := tx.callOnce(ctx, q)
+	if err != nil && waitsForDatanodes(q, err) {
+		return tx.waitForDatanodes(ctx, q, err)
+	}
+	return r, err
+}
+
+// callOnce sends q once in the transaction.
+func (tx *Txn) callOnce(ctx context.Context, q *wire.Request) (*wire.Response, error) {
 	if tx.ended {
 		return nil, fmt.Errorf("%w: transaction %d already ended", ErrTxn, tx.id)
 	}

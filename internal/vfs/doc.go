@@ -26,6 +26,9 @@
 // again (up to maxRedo bytes of writes since the last commit; beyond that
 // they are lost, EIO); a commit whose answer was lost is made again too
 // (the same changes over the version committed since give the same file).
+// Creates and block allocations that the restarted namenode refuses until
+// its datanodes register again are waited for by the client library
+// (client.Config.AllocWait), as for every other frontend.
 //
 // # Open files
 //

@@ -179,12 +179,12 @@ func (st *fileState) forget() {
 }
 
 // lost reports whether err (of an operation in tx) comes from the
-// namenode losing the transaction (a restart, a broken connection), or
-// from a namenode just restarted to which the datanodes have not
-// registered again yet (no live datanode to allocate blocks on): the
+// namenode losing the transaction (a restart, a broken connection): the
 // transaction is to be given up and its changes made again in a new one.
+// (A namenode whose datanodes have not registered with it yet is waited
+// for by the client itself: client.Config.AllocWait.)
 func (st *fileState) lost(tx *client.Txn, err error) bool {
-	if client.ConnLost(err) || st.v.datanodesReturning(err) {
+	if client.ConnLost(err) {
 		return true
 	}
 	var answer *client.Error

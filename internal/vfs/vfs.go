@@ -341,14 +341,6 @@ func (v *VFS) waitNamenode(ctx context.Context, fn func() error) error {
 			delay = max(delay, 10*time.Millisecond)
 		case errors.Is(err, client.ErrConflict) && conflicts < conflictRetries:
 			conflicts++
-		case v.datanodesReturning(err) && ctx.Err() == nil:
-			if down.IsZero() {
-				down = time.Now()
-			}
-			if time.Since(down) >= unreachableWait {
-				return err
-			}
-			delay = max(delay, 10*time.Millisecond)
 		case maybeDone && (errors.Is(err, client.ErrExists) || errors.Is(err, client.ErrNotFound)):
 			return &lostOutcomeError{err}
 		default:
@@ -363,13 +355,6 @@ func (v *VFS) waitNamenode(ctx context.Context, fn func() error) error {
 		}
 		delay = min(2*delay, 20*time.Millisecond)
 	}
-}
-
-// datanodesReturning reports whether err is the refusal of a namenode
-// reconnected to lately (a restart) that does not know enough datanodes
-// yet: they register again within a few heartbeats.
-func (v *VFS) datanodesReturning(err error) bool {
-	return errors.Is(err, client.ErrUnavailable) && time.Since(clientx.ReconnectedAt(v.c)) < unreachableWait
 }
 
 // lostOutcomeError is an error of an attempt made after one whose outcome

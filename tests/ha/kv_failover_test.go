@@ -13,9 +13,9 @@ import (
 // Issue 22: Plasma KV over a namenode group rides through a failover. A
 // writer commits batches, a reader (another client) reads them; after
 // the leader's kill -9 the reader still reads its snapshot, the writer's
-// next batches (once the datanode has registered with the new leader)
-// commit without an error, and once refreshed the reader sees every
-// batch with the values written.
+// next batches commit without an error (the client waits for the
+// datanode to register with the new leader), and once refreshed the
+// reader sees every batch with the values written.
 func TestKVRidesThroughFailover(t *testing.T) {
 	g := startGroup(t, 3, 1)
 	ctx := context.Background()
@@ -62,9 +62,8 @@ func TestKVRidesThroughFailover(t *testing.T) {
 	g.kill(g.leader())
 	check(10, "the reader's snapshot after the failover")
 	// A batch allocates blocks: until the datanode has registered with
-	// the new leader, an allocation fails with ErrUnavailable (the mount
-	// waits that out; the client API leaves it to its caller).
-	g.waitLive(1)
+	// the new leader, the namenode refuses allocations (ErrUnavailable);
+	// the client waits for the registration (client.Config.AllocWait).
 	for b := 10; b < 20; b++ {
 		commit(b)
 	}
