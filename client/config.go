@@ -19,11 +19,18 @@ type Config struct {
 	Group     string   // file group for new files (default: User)
 	// NoShortCircuit makes the client read local blocks over TCP too.
 	NoShortCircuit bool
-	// DeferDataSync: an asynchronous commit (CommitAsync, the mount's
-	// closes) does not wait for the datanodes to sync its data; the
-	// namenode has them sync before the commit becomes durable (at a
-	// durable commit, Sync or its window). Off by default; also set by
-	// $PLASMAFS_DEFER_DATA_SYNC=1.
+	// NoDeferDataSync makes an asynchronous commit (CommitAsync, the
+	// mount's closes) wait for the datanodes to sync its data, as a
+	// durable commit does. By default it does not: the namenode has them
+	// sync before the commit becomes durable (at a durable commit, Sync or
+	// its window), and strikes the replicas of a datanode that cannot be
+	// synced then (docs/design.md, "Deferred data syncs"). Also set by
+	// $PLASMAFS_DEFER_DATA_SYNC=0.
+	NoDeferDataSync bool
+	// DeferDataSync is kept for callers that set it: deferring is the
+	// default (NoDeferDataSync turns it off), so it has no effect.
+	//
+	// Deprecated: deferral is the default; use NoDeferDataSync to turn it off.
 	DeferDataSync bool
 	// JournalSmallWrites: a durable commit whose only data is a small
 	// append into files' last blocks (at most wire.MaxJournalBytes in
@@ -82,8 +89,8 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		if v := os.Getenv("PLASMAFS_CREDENTIAL"); v != "" {
 			cfg.CredentialFile = v
 		}
-		if os.Getenv("PLASMAFS_DEFER_DATA_SYNC") == "1" {
-			cfg.DeferDataSync = true
+		if os.Getenv("PLASMAFS_DEFER_DATA_SYNC") == "0" {
+			cfg.NoDeferDataSync = true
 		}
 		if os.Getenv("PLASMAFS_JOURNAL_SMALL_WRITES") == "1" {
 			cfg.JournalSmallWrites = true

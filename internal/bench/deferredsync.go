@@ -44,7 +44,7 @@ func DeferredSync(ctx context.Context, cfg client.Config, o DeferredSyncOptions)
 	}
 	run := func(p int, deferred bool) (float64, error) {
 		c := cfg
-		c.DeferDataSync = deferred
+		c.NoDeferDataSync = !deferred
 		dir := fmt.Sprintf("%s/p%d-deferred-%v", base, p, deferred)
 		if err := setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, dir, 0); return err }); err != nil {
 			return 0, err
