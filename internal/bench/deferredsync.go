@@ -20,7 +20,7 @@ type DeferredSyncOptions struct {
 
 // DeferredSync creates, writes and commits asynchronously small files
 // (each its own transaction) with the datanodes' syncs deferred to the
-// namenode's durability point (client.Config.DeferDataSync) beside the
+// namenode's durability point (the default; client.Config.NoDeferDataSync turns it off) beside the
 // same without (each commit waits for its datanodes' fdatasync), in the
 // same run, at each client count; a Sync at the end of each run is
 // counted (it makes everything durable).

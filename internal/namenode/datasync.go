@@ -8,10 +8,11 @@ package namenode
 // commit, a Sync, the namenode's window). Before that fsync, the syncer
 // has every datanode holding such data fdatasync its volume, in parallel,
 // once per datanode per log fsync (nnStore.sync; a new connection each
-// time); a datanode that cannot be made to fails the sync, which stops
-// the namenode as any failed sync of its log does, rather than fsync the
-// log over data it could not make durable (what holds then: docs/
-// design.md, "Deferred data syncs").
+// time); the replicas of a datanode that cannot be made to are struck
+// before the log is fsynced, and only a block left with no synced replica
+// fails the sync, which stops the namenode as any failed sync of its log
+// does, rather than fsync the log over data nobody holds
+// (datasyncstrike.go; docs/design.md, "Deferred data syncs").
 //
 // Which datanodes: those holding replicas the transaction wrote (blocks
 // it allocated or extended in place) that its block lists reference,
@@ -120,7 +121,9 @@ func unsyncedData(batch []*commitReq) bool {
 // pendDataSync adds a commit's datanodes (and the blocks it wrote there) to
 // those the next sync must have sync first. Called with n.mu held.
 func (n *Namenode) pendDataSync(r *commitReq) {
-	n.dataSyncBlocks = append(n.dataSyncBlocks, r.dataBlocks...)
+	if len(r.dataNodes) > 0 { // none once its data is journaled (journal.go)
+		n.dataSyncBlocks = append(n.dataSyncBlocks, r.dataBlocks...)
+	}
 	for id, c := range r.dataNodes {
 		if n.dataSync == nil {
 			n.dataSync = map[uint32]*conn{}

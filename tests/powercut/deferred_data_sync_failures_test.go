@@ -21,7 +21,7 @@ import (
 func TestDeferredDataSyncRestartedDatanodeDroppedAtCommit(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
 	ctx := context.Background()
-	cl := c.Client(client.Config{DeferDataSync: true})
+	cl := c.Client(client.Config{})
 	defer cl.Close()
 	data := testkit.RandomBytes(t, 5000)
 	tx := cl.Begin()
