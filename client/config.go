@@ -20,11 +20,18 @@ type Config struct {
 	Group     string   // file group for new files (default: User)
 	// NoShortCircuit makes the client read local blocks over TCP too.
 	NoShortCircuit bool
-	// DeferDataSync: an asynchronous commit (CommitAsync, the mount's
-	// closes) does not wait for the datanodes to sync its data; the
-	// namenode has them sync before the commit becomes durable (at a
-	// durable commit, Sync or its window). Off by default; also set by
-	// $PLASMAFS_DEFER_DATA_SYNC=1.
+	// NoDeferDataSync makes an asynchronous commit (CommitAsync, the
+	// mount's closes) wait for the datanodes to sync its data, as a
+	// durable commit does. By default it does not: the namenode has them
+	// sync before the commit becomes durable (at a durable commit, Sync or
+	// its window), and strikes the replicas of a datanode that cannot be
+	// synced then (docs/design.md, "Deferred data syncs"). Also set by
+	// $PLASMAFS_DEFER_DATA_SYNC=0.
+	NoDeferDataSync bool
+	// DeferDataSync is kept for callers that set it: deferring is the
+	// default (NoDeferDataSync turns it off), so it has no effect.
+	//
+	// Deprecated: deferral is the default; use NoDeferDataSync to turn it off.
 	DeferDataSync bool
 	// JournalSmallWrites: a durable commit whose only data is a small
 	// append into files' last blocks (at most wire.MaxJournalBytes in
@@ -93,14 +100,21 @@ func LoadConfig(cluster string, namenodes []string) (cfg Config, err error) {
 		}
 		for _, sw := range []struct {
 			env string
-			on  *bool
-		}{{"PLASMAFS_DEFER_DATA_SYNC", &cfg.DeferDataSync}, {"PLASMAFS_JOURNAL_SMALL_WRITES", &cfg.JournalSmallWrites}} {
-			// Any other value (true, yes) would leave the switch off
-			// while its user believes it on.
+			on  *bool // set when the variable is 1
+			off *bool // set when the variable is 0
+		}{{"PLASMAFS_DEFER_DATA_SYNC", nil, &cfg.NoDeferDataSync}, {"PLASMAFS_JOURNAL_SMALL_WRITES", &cfg.JournalSmallWrites, nil}} {
+			// Any other value (true, yes) would leave the switch as it is
+			// while its user believes it changed.
 			switch v := os.Getenv(sw.env); v {
-			case "", "0":
+			case "":
+			case "0":
+				if sw.off != nil {
+					*sw.off = true
+				}
 			case "1":
-				*sw.on = true
+				if sw.on != nil {
+					*sw.on = true
+				}
 			default:
 				if err == nil {
 					err = fmt.Errorf("$%s=%q: set it to 1 (on) or 0 (off)", sw.env, v)

@@ -332,7 +332,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	}
 	// Deferred: the namenode has the datanodes sync before the commit
 	// becomes durable (internal/namenode/datasync.go).
-	deferSync := tx.async && tx.c.cfg.DeferDataSync && len(tx.nodes) > 0
+	deferSync := tx.async && !tx.c.cfg.NoDeferDataSync && len(tx.nodes) > 0
 	// Journaled: the namenode's log makes the data durable (journal.go).
 	journaled := tx.journalsData()
 	var failed map[string]error

@@ -20,7 +20,7 @@ type DeferredSyncOptions struct {
 
 // DeferredSync creates, writes and commits asynchronously small files
 // (each its own transaction) with the datanodes' syncs deferred to the
-// namenode's durability point (client.Config.DeferDataSync) beside the
+// namenode's durability point (the default; client.Config.NoDeferDataSync turns it off) beside the
 // same without (each commit waits for its datanodes' fdatasync), in the
 // same run, at each client count; a Sync at the end of each run is
 // counted (it makes everything durable).
@@ -44,7 +44,7 @@ func DeferredSync(ctx context.Context, cfg client.Config, o DeferredSyncOptions)
 	}
 	run := func(p int, deferred bool) (float64, error) {
 		c := cfg
-		c.DeferDataSync = deferred
+		c.NoDeferDataSync = !deferred
 		dir := fmt.Sprintf("%s/p%d-deferred-%v", base, p, deferred)
 		if err := setup.Txn(ctx, func(ctx context.Context, tx *client.Txn) error { _, err := tx.Mkdir(ctx, dir, 0); return err }); err != nil {
 			return 0, err

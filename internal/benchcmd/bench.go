@@ -40,7 +40,7 @@ var benchmarks = [][2]string{
 	{"fdtree", "a deep directory tree created and removed (seed 004)"},
 	{"append", "small appends each followed by fsync, through a mount (-target), beside a local directory (-ref)"},
 	{"mount-seq", "a large file written and read through the FUSE mount beside put and get"},
-	{"deferred-sync", "small files created, written and committed async with the datanodes' syncs deferred to the namenode (DeferDataSync) beside the same without"},
+	{"deferred-sync", "small files created, written and committed async with the datanodes' syncs deferred to the namenode (the default) beside the same with per-commit syncs (NoDeferDataSync)"},
 	{"untar", "tar x and rm -rf of a source tree (-src) in a directory (-target, e.g. of a mount), beside -ref and -loopback"},
 	{"security", "what each security level costs: stat round trips and block reads beside a plain cluster"},
 	{"kv", "Plasma KV point lookups and inserts beside bbolt, and bulk load beside put"},

@@ -186,9 +186,10 @@ or $PLASMAFS_CLUSTER / $PLASMAFS_NAMENODES, or ~/.plasmafs ($PLASMAFS_CONFIG), w
 'plasma cluster up' writes. PlasmaFS paths are absolute; globs expand on the PlasmaFS side.
 Security: the credential and levels come from the cluster entry in ~/.plasmafs or from
 $PLASMAFS_CREDENTIAL, $PLASMAFS_SECURITY and $PLASMAFS_DATA_SECURITY (none, auth, integrity, privacy).
-Experimental: $PLASMAFS_DEFER_DATA_SYNC=1 defers async commits' datanode syncs to the namenode's
-durability point (README, "async commit"); $PLASMAFS_JOURNAL_SMALL_WRITES=1 journals small
-appends of durable commits in the namenode's commit log instead of syncing the datanodes first.
+Async commits leave their datanode syncs to the namenode's durability point;
+$PLASMAFS_DEFER_DATA_SYNC=0 has them sync first, as before (README, "async commit").
+Experimental: $PLASMAFS_JOURNAL_SMALL_WRITES=1 journals small appends of durable commits
+in the namenode's commit log instead of syncing the datanodes first.
 Exit status: 0 success, 1 failure (one line on stderr naming the path or node), 2 usage error,
 3 (fsck) no problems found but some replicas could not be checked.`)
 }

@@ -24,6 +24,8 @@ type commitReq struct {
 	// dataNodes: the datanodes holding its data unsynced, as registered
 	// when it got blocks there (FlagUnsyncedData; datasync.go).
 	dataNodes map[uint32]*conn
+	// dataBlocks: the blocks it wrote there (datasyncstrike.go).
+	dataBlocks []unsyncedBlock
 	// journal: its journaled writes, pending once applied (journal.go).
 	journal []*journalEntry
 }
@@ -208,11 +210,12 @@ func (s nnStore) applied(batch []*commitReq) {
 	n.obs.batch(batch)
 	for _, r := range batch {
 		if r.tx == nil {
+			delete(n.strikes, r.change) // written: the next sync may make it durable
 			continue
 		}
 		n.applyCommit(r.tx, r.change)
 		n.commits.Add(1)
-		n.pendDataSync(r.dataNodes)
+		n.pendDataSync(r)
 		n.journalApplied(r)
 	}
 }
@@ -223,15 +226,20 @@ func (s nnStore) sync() error {
 	n := s.n
 	n.mu.Lock()
 	seq, done := n.appliedSeq, n.durableSeq
-	data := n.takeDataSync()
+	data, blocks := n.takeDataSync()
+	striking := len(n.strikes) > 0
 	n.mu.Unlock()
 	if seq == done {
 		return nil // nothing applied since the last sync
 	}
 	// The datanodes first: the log fsync makes commits durable whose
-	// data only these syncs make durable (datasync.go).
-	if err := n.syncDataNodes(data); err != nil {
+	// data only these syncs make durable (datasync.go); the replicas of
+	// those that failed are struck first (datasyncstrike.go).
+	if err := n.syncOrStrike(data, blocks); err != nil {
 		return err
+	}
+	if striking {
+		return errSyncAgain // a strike queued by an earlier round is not written yet
 	}
 	var err error
 	start := time.Now()

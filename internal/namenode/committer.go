@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -329,7 +330,16 @@ func (c *committer) syncWaiting(self *conn) {
 			// starts now, including the batches rs were written in.
 			w := c.written.Load()
 			start := time.Now()
-			if !c.sync() {
+			ok, again := c.sync()
+			if again {
+				// Nothing was made durable: rs wait for the round after the
+				// changes the store queued are written (background goroutine).
+				c.await(rs, due)
+				c.smu.Unlock()
+				c.poke()
+				return
+			}
+			if !ok {
 				break
 			}
 			c.syncTook = time.Since(start)
@@ -357,14 +367,18 @@ func (c *committer) syncWaiting(self *conn) {
 }
 
 // sync makes everything written durable; false (and the namenode
-// stopped) if the store failed.
-func (c *committer) sync() bool {
+// stopped) if the store failed; again if it made nothing durable and must
+// run once more after the changes it queued are written (errSyncAgain).
+func (c *committer) sync() (ok, again bool) {
 	if err := c.store.sync(); err != nil {
+		if errors.Is(err, errSyncAgain) {
+			return false, true
+		}
 		c.halt()
 		c.store.fatal(fmt.Errorf("sync the metadata store: %w", err))
-		return false
+		return false, false
 	}
-	return true
+	return true, false
 }
 
 // answer answers r: directly when this goroutine serves its connection,

@@ -8,10 +8,11 @@ package namenode
 // commit, a Sync, the namenode's window). Before that fsync, the syncer
 // has every datanode holding such data fdatasync its volume, in parallel,
 // once per datanode per log fsync (nnStore.sync; a new connection each
-// time); a datanode that cannot be made to fails the sync, which stops
-// the namenode as any failed sync of its log does, rather than fsync the
-// log over data it could not make durable (what holds then: docs/
-// design.md, "Deferred data syncs").
+// time); the replicas of a datanode that cannot be made to are struck
+// before the log is fsynced, and only a block left with no synced replica
+// fails the sync, which stops the namenode as any failed sync of its log
+// does, rather than fsync the log over data nobody holds
+// (datasyncstrike.go; docs/design.md, "Deferred data syncs").
 //
 // Which datanodes: those holding replicas the transaction wrote (blocks
 // it allocated or extended in place) that its block lists reference,
@@ -30,7 +31,6 @@ package namenode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -118,10 +118,13 @@ func unsyncedData(batch []*commitReq) bool {
 	return false
 }
 
-// pendDataSync adds a commit's datanodes to those the next sync must have
-// sync first. Called with n.mu held.
-func (n *Namenode) pendDataSync(nodes map[uint32]*conn) {
-	for id, c := range nodes {
+// pendDataSync adds a commit's datanodes (and the blocks it wrote there) to
+// those the next sync must have sync first. Called with n.mu held.
+func (n *Namenode) pendDataSync(r *commitReq) {
+	if len(r.dataNodes) > 0 { // none once its data is journaled (journal.go)
+		n.dataSyncBlocks = append(n.dataSyncBlocks, r.dataBlocks...)
+	}
+	for id, c := range r.dataNodes {
 		if n.dataSync == nil {
 			n.dataSync = map[uint32]*conn{}
 		}
@@ -132,38 +135,46 @@ func (n *Namenode) pendDataSync(nodes map[uint32]*conn) {
 	}
 }
 
-// takeDataSync hands the syncer the datanodes to sync. Called with n.mu
-// held.
-func (n *Namenode) takeDataSync() map[uint32]*conn {
-	d := n.dataSync
-	n.dataSync = nil
-	return d
+// takeDataSync hands the syncer the datanodes to sync and the blocks
+// written there. Called with n.mu held.
+func (n *Namenode) takeDataSync() (map[uint32]*conn, []unsyncedBlock) {
+	d, b := n.dataSync, n.dataSyncBlocks
+	n.dataSync, n.dataSyncBlocks = nil, nil
+	return d, b
 }
 
 // syncDataNodes has every datanode of nodes sync its volume, in parallel,
-// and checks that each is still the registration that took the writes.
-func (n *Namenode) syncDataNodes(nodes map[uint32]*conn) error {
+// and checks that each is still the registration that took the writes. It
+// returns those that failed, with their errors.
+func (n *Namenode) syncDataNodes(nodes map[uint32]*conn) dataSyncFailure {
 	if len(nodes) == 0 {
 		return nil
 	}
+	type result struct {
+		id  uint32
+		err error
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, len(nodes))
+	res := make(chan result, len(nodes))
 	for id, want := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- n.syncDataNode(id, want)
+			res <- result{id, n.syncDataNode(id, want)}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		if err != nil {
-			all = append(all, err)
+	close(res)
+	var failed dataSyncFailure
+	for r := range res {
+		if r.err != nil {
+			if failed == nil {
+				failed = dataSyncFailure{}
+			}
+			failed[r.id] = r.err
 		}
 	}
-	return errors.Join(all...)
+	return failed
 }
 
 // syncDataNode has datanode id sync its volume; want is its registration

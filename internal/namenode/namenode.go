@@ -190,6 +190,11 @@ type Namenode struct {
 	// dataSync: datanodes holding data of async commits applied since the
 	// last sync, which the next sync has sync first (mu; datasync.go).
 	dataSync map[uint32]*conn
+	// dataSyncBlocks: the blocks those commits wrote there; strikes: the
+	// changes striking replicas whose sync failed, queued and not yet
+	// written (mu; datasyncstrike.go).
+	dataSyncBlocks []unsyncedBlock
+	strikes        map[*meta.Change]bool
 	// journal: journaled writes not yet synced on every replica (mu;
 	// journal.go).
 	journal journalState

@@ -61,6 +61,7 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, flags uint32, resp *w
 		return
 	}
 	var dataNodes map[uint32]*conn
+	var dataBlocks []unsyncedBlock
 	if unsyncedFlag {
 		var err error
 		if dataNodes, err = n.unsyncedDataNodes(tx); err != nil {
@@ -70,6 +71,7 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, flags uint32, resp *w
 			c.send(id, &wire.Response{Code: wire.ErrCodeUnavailable, Msg: err.Error()})
 			return
 		}
+		dataBlocks = tx.unsyncedBlocks(dataNodes)
 	}
 	tx.committing = true
 	start := time.Now()
@@ -80,7 +82,7 @@ func (n *Namenode) commit(c *conn, id, txID, reqID uint64, flags uint32, resp *w
 			n.log.Warn("slow commit", "mode", mode(async), "seconds", took.Seconds(), "user", c.user(), "req", wire.FormatReqID(reqID))
 		}
 	}
-	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c, dataNodes: dataNodes,
+	req := &commitReq{tx: tx, change: n.prepareCommit(tx), async: async, owner: c, dataNodes: dataNodes, dataBlocks: dataBlocks,
 		reply:  func(error) { acked(); c.sendAsync(id, resp) },
 		direct: func() { acked(); c.send(id, resp) }}
 	if unsyncedFlag && !async {

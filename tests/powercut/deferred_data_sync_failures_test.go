@@ -21,7 +21,7 @@ import (
 func TestDeferredDataSyncRestartedDatanodeDroppedAtCommit(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
 	ctx := context.Background()
-	cl := c.Client(client.Config{DeferDataSync: true})
+	cl := c.Client(client.Config{})
 	defer cl.Close()
 	data := testkit.RandomBytes(t, 5000)
 	tx := cl.Begin()
@@ -55,25 +55,46 @@ func TestDeferredDataSyncRestartedDatanodeDroppedAtCommit(t *testing.T) {
 }
 
 // TestDeferredDataSyncLostDatanodeFailsSync: an async commit leaves its
-// data unsynced on both datanodes; one is killed; the Sync that would make
-// the commit durable fails (the namenode stops rather than fsync its log
-// over data it could not make durable). Fails if the namenode does not
-// sync the datanodes before its log.
+// data unsynced on its only replica's datanode (replication 1), which is
+// killed; the Sync that would make the commit durable fails and the
+// namenode stops rather than fsync its log over data no datanode holds
+// (with a second replica it would strike the lost one and go on:
+// deferred_sync_failed_datanode_struck_test.go). Fails if the namenode
+// does not sync the datanodes before its log, or strikes a block's last
+// replica.
 func TestDeferredDataSyncLostDatanodeFailsSync(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
 	ctx := context.Background()
-	cl := c.Client(client.Config{DeferDataSync: true})
+	cl := c.Client(client.Config{})
 	defer cl.Close()
-	writeDeferred(t, cl, "/a", testkit.RandomBytes(t, 5000))
-	c.Kill(c.DNs[0])
+	tx := cl.Begin()
+	f, err := tx.CreateFile(ctx, "/a", client.CreateOptions{Rep: 1})
+	testkit.MustOK(t, "create", err)
+	_, err = f.Write(testkit.RandomBytes(t, 5000))
+	testkit.MustOK(t, "write", err)
+	testkit.MustOK(t, "async commit", tx.CommitAsync(ctx))
+	check := cl.Begin()
+	fi, err := check.Lookup(ctx, "/a")
+	testkit.MustOK(t, "stat", err)
+	xs, err := check.Blocks(ctx, fi.Ino)
+	testkit.MustOK(t, "blocks", err)
+	check.Abort(ctx)
+	if len(xs) != 1 || len(xs[0].Replicas) != 1 {
+		t.Fatalf("/a: want one block with one replica, got %+v", xs)
+	}
+	holder := c.DNs[0]
+	if xs[0].Replicas[0].Addr == c.DNs[1].Addr {
+		holder = c.DNs[1]
+	}
+	c.Kill(holder)
 	c.WaitLive(1)
 	if err := cl.Sync(ctx); err == nil {
-		t.Fatal("Sync succeeded though a datanode holding the commit's unsynced data was gone")
+		t.Fatal("Sync succeeded though the only datanode holding the commit's unsynced data was gone")
 	}
 	if code := c.Wait(c.NN); code == 0 {
 		t.Fatal("the namenode exited with status 0 after failing to sync a datanode")
 	}
-	if log := c.ReadLog(c.NN); !strings.Contains(log, "unsynced data of async commits") {
-		t.Fatalf("the namenode's log does not name the datanode it could not sync:\n%s", log)
+	if log := c.ReadLog(c.NN); !strings.Contains(log, "whose every replica failed its sync") || !strings.Contains(log, "unsynced data of async commits") {
+		t.Fatalf("the namenode's log does not say which data it could not make durable and why:\n%s", log)
 	}
 }

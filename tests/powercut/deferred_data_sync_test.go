@@ -14,7 +14,8 @@ import (
 	"github.com/plasmafs/plasma/tests/testkit"
 )
 
-// Deferred data syncs (client.Config.DeferDataSync): async commits whose
+// Deferred data syncs (the default; client.Config.NoDeferDataSync turns
+// them off): async commits whose
 // data the datanodes have not synced; the namenode has them sync before
 // the log fsync that makes the commits durable. Both tests fail when the
 // namenode skips those syncs (internal/namenode/datasync.go).
@@ -88,7 +89,7 @@ func TestPowerCutDeferredDataSyncDurablePoint(t *testing.T) {
 	// Only the durable commit makes anything durable here.
 	c := clustertest.StartPowerCut(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
 	ctx := context.Background()
-	cl := c.Client(client.Config{DeferDataSync: true})
+	cl := c.Client(client.Config{})
 	const before, after = 60, 20
 	files := make([][]byte, before+after)
 	name := func(i int) string { return fmt.Sprintf("/f%03d", i) }
@@ -121,7 +122,7 @@ func TestPowerCutDeferredDataSyncDurablePoint(t *testing.T) {
 // back byte-exact.
 func TestPowerCutDeferredDataSyncWindow(t *testing.T) {
 	c := clustertest.StartPowerCut(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "16"}})
-	cl := c.Client(client.Config{DeferDataSync: true})
+	cl := c.Client(client.Config{})
 	const count = 70
 	files := make([][]byte, count)
 	name := func(i int) string { return fmt.Sprintf("/w%03d", i) }
@@ -138,13 +139,12 @@ func TestPowerCutDeferredDataSyncWindow(t *testing.T) {
 	t.Logf("%d of %d files survived", n, count)
 }
 
-// TestPowerCutDeferredDataSyncMount: the same through a mount whose client
-// defers the datanodes' syncs ($PLASMAFS_DEFER_DATA_SYNC=1): small files
+// TestPowerCutDeferredDataSyncMount: the same through a mount, whose client
+// defers the datanodes' syncs by default: small files
 // written and closed (async commits), a directory made and the mount's root
 // fsynced, more files closed, then a power cut: every file closed before
 // the fsync reads back byte-exact, the rest is a prefix, fsck is clean.
 func TestPowerCutDeferredDataSyncMount(t *testing.T) {
-	t.Setenv("PLASMAFS_DEFER_DATA_SYNC", "1")
 	c := clustertest.StartPowerCut(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
 	m := testkit.StartMount(t, c.Procs, "rep=2")
 	const before, after = 40, 15
