@@ -254,6 +254,7 @@ func (f *File) abandon() {
 	f.mu.Lock()
 	f.w.drop()
 	f.closed = true
+	f.r.releaseBlocks()
 	f.mu.Unlock()
 	f.r.aheadWG.Wait()
 }
@@ -267,6 +268,7 @@ func (f *File) Close() error {
 	}
 	err := f.w.flush(f.ctx)
 	f.closed = true
+	f.r.releaseBlocks()
 	f.mu.Unlock()
 	f.r.aheadWG.Wait()
 	f.tx.mu.Lock()

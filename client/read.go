@@ -191,6 +191,22 @@ func (r *blockReader) forgetAll() {
 	}
 }
 
+// releaseBlocks lets go of the reader's holds on its cached and read-ahead
+// blocks when the file ends, so their buffers go back to the pool once
+// the last read copying from them and the last reply sending them (which
+// hold their own) let go. Called with the lock held, the file closed:
+// no read takes a new hold afterwards.
+func (r *blockReader) releaseBlocks() {
+	if r.cache != nil {
+		r.cache.release()
+		r.cache = nil
+	}
+	r.cacheIdx = ^uint64(0)
+	for idx := range r.ahead {
+		r.dropAhead(idx)
+	}
+}
+
 // readViews collects what a shared read (ReadAtShared) hands out: the
 // slices to send, in file order, and the blocks they point into, held
 // until release.

@@ -150,7 +150,7 @@ func (w *blockWriter) appendAt(buf []byte, n int, pos int64) error {
 	if old, ok := w.dirty[idx]; ok {
 		putBlockBuf(old)
 	}
-	delete(w.r.ahead, idx)
+	w.r.dropAhead(idx)
 	delete(w.unloaded, idx)
 	w.dirty[idx] = buf
 	w.kept[idx] = 0
