@@ -74,6 +74,8 @@ func (tx *Txn) waitForDatanodes(ctx context.Context, q *wire.Request, err error)
 	for {
 		pending, known, lerr := tx.c.unregisteredDatanodes(ctx)
 		switch {
+		case spaceFreeing(err):
+			// Blocks on their way back: a heartbeat or two.
 		case lerr == nil && known == 0:
 			return nil, fmt.Errorf("%w (namenode %s knows no datanode: start one, see 'plasma admin datanodes')",
 				err, tx.c.namenodeAddr())
@@ -82,6 +84,10 @@ func (tx *Txn) waitForDatanodes(ctx context.Context, q *wire.Request, err error)
 				err, tx.c.namenodeAddr())
 		}
 		left := time.Until(deadline)
+		if left <= 0 && spaceFreeing(err) {
+			return nil, fmt.Errorf("%w (namenode %s: waited %v for the space being freed; files being read by long transactions keep their blocks until those end; client.Config.AllocWait or $PLASMAFS_ALLOC_WAIT sets the wait)",
+				err, tx.c.namenodeAddr(), time.Since(start).Round(time.Millisecond))
+		}
 		if left <= 0 {
 			missing := fmt.Sprintf("%d of them have not", pending)
 			if lerr != nil {
@@ -111,6 +117,13 @@ func (tx *Txn) waitForDatanodes(ctx context.Context, q *wire.Request, err error)
 			return r, err
 		}
 	}
+}
+
+// spaceFreeing reports whether err is the namenode's refusal of an
+// allocation that blocks being freed would satisfy.
+func spaceFreeing(err error) bool {
+	var nerr *Error
+	return errors.As(err, &nerr) && strings.Contains(nerr.Msg, wire.SpaceFreeing)
 }
 
 // restartAuto makes an Auto transaction whose request the namenode

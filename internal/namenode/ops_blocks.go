@@ -92,6 +92,10 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 	// else stands in the way: say so, with the numbers.
 	free, nodes := n.liveFree()
 	outOfSpace := func() error {
+		if f := n.freeingBlocks(); want <= free+f {
+			return fail(wire.ErrCodeUnavailable, "allocate: %d blocks of %d bytes are needed and %d are free on %d live datanodes, but %d more %s (files removed or rewritten a moment ago): retry in a few seconds",
+				want, n.cfg.Blocksize, free, nodes, f, wire.SpaceFreeing)
+		}
 		return fail(wire.ErrCodeNoSpace, "allocate: the cluster is out of space (no space left on its datanodes): %d blocks of %d bytes are needed (%d blocks, %d replicas), %d are free on %d live datanodes (%s; see 'plasma fsstat'; remove files or add datanodes)",
 			want, n.cfg.Blocksize, q.Count, max(a.Rep, 1), free, nodes, n.roomReport())
 	}

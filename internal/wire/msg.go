@@ -260,6 +260,11 @@ const (
 	ErrCodeNotLeader
 )
 
+// SpaceFreeing is in the message of an ErrCodeUnavailable allocation that
+// blocks being freed (files removed or rewritten a moment ago) would
+// satisfy: clients wait it out like a datanode's registration.
+const SpaceFreeing = "are being freed"
+
 // Response answers a Request.
 type Response struct {
 	Code     Code
