@@ -416,6 +416,9 @@ func (tx *Txn) wroteTo(addrs []string) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.unjournaled = true
+	if len(addrs) < 2 {
+		tx.singleCopy = true
+	}
 	if tx.nodes == nil {
 		tx.nodes = map[string]bool{}
 	}

@@ -139,6 +139,11 @@ type Txn struct {
 	mu    sync.Mutex
 	files []*File
 	nodes map[string]bool // datanode addresses written to (synced before commit)
+	// singleCopy: a block was written with one replica. Its commit does not
+	// defer the datanode's sync: had that one datanode failed its sync at
+	// the namenode's durability point, no replica would be left to strike
+	// it to, and the namenode would have to stop (datasyncstrike.go).
+	singleCopy bool
 	// journaled: bytes written by extensions the commit may journal;
 	// unjournaled: something else was written (journal.go).
 	journaled   int
@@ -332,7 +337,10 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	}
 	// Deferred: the namenode has the datanodes sync before the commit
 	// becomes durable (internal/namenode/datasync.go).
-	deferSync := tx.async && !tx.c.cfg.NoDeferDataSync && len(tx.nodes) > 0
+	tx.mu.Lock()
+	singleCopy := tx.singleCopy
+	tx.mu.Unlock()
+	deferSync := tx.async && !tx.c.cfg.NoDeferDataSync && len(tx.nodes) > 0 && !singleCopy
 	// Journaled: the namenode's log makes the data durable (journal.go).
 	journaled := tx.journalsData()
 	var failed map[string]error
