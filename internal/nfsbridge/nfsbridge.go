@@ -30,7 +30,10 @@
 // that other PlasmaFS clients see its data. The write verifier is random
 // per process: after a restart clients see a new one and resend what they
 // had not committed. Readdir pages come from one listing per cookie
-// verifier (the directory is read in namenode pages).
+// verifier (the directory is read in namenode pages). A call retransmitted
+// on the connection it came on (same xid) is dropped, not run again
+// (retransmit.go): calls wait out a namenode failover, past clients'
+// timeouts.
 //
 // # Callers
 //

@@ -161,6 +161,7 @@ func (c *rpcConn) writeRecord(rec []byte) error {
 func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
 	defer c.Conn.Close()
 	r := bufio.NewReaderSize(c.Conn, 64<<10)
+	var seen seenCalls
 	for first := true; ; first = false {
 		rec, err := readRecord(r)
 		if err != nil {
@@ -174,6 +175,9 @@ func (c *rpcConn) pump(ic *interceptor, toNFS *io.PipeWriter) {
 		var handle procHandler
 		switch verdict {
 		case callOK:
+			if seen.retransmitted(h.xid) {
+				continue // answered, or being answered, on this connection
+			}
 			handle = ic.route(h)
 		case callNotCall:
 			// Not an RPC call at all: nothing to answer, and go-nfs

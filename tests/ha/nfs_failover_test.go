@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +72,12 @@ func TestNFSRidesThroughFailover(t *testing.T) {
 	case err := <-done:
 		testkit.MustOK(t, "NFS across the failover", err)
 	case <-time.After(2 * time.Minute):
+		// Goroutine dumps of this process (the NFS client) and of the
+		// bridge (SIGQUIT; on the test's stderr) show which side waits,
+		// and where.
+		pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		b.Cmd.Process.Signal(syscall.SIGQUIT)
+		<-b.Done
 		t.Fatalf("the NFS bridge does not answer 2 minutes after the leader's kill -9")
 	}
 }
