@@ -524,6 +524,16 @@ func (v *VFS) Open(ctx context.Context, ino uint64, flags int) (uint64, error) {
 		// (LOOKUP_REVAL) and opens what it names now; a read could only
 		// fail with ESTALE.
 		err = st.run(ctx, func() error { return nil })
+		if err == nil {
+			// Close-to-open consistency covers the size: attributes
+			// cached before another client grew or shrank the file
+			// would have the kernel read the new version only up to the
+			// old end. The frontend has the kernel ask again after an
+			// open (it drops the file's pages and attributes there).
+			if a, ok := v.cachedAttr(ino); ok && a.Size != st.f.Size() {
+				v.invalidate(ino)
+			}
+		}
 	}
 	st.mu.Unlock()
 	if err != nil {
