@@ -134,7 +134,7 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		if want > free {
 			return nil, outOfSpace()
 		}
-		if f := n.freeingBlocks(); f > 0 {
+		if f := n.freeingBlocks(); f >= want {
 			// The cluster has room, but not where the blocks may go (a
 			// rewrite places them by the old ones, whose datanodes hold
 			// the versions being freed): those come back within a few
