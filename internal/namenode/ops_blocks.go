@@ -134,6 +134,14 @@ func (n *Namenode) allocateOp(tx *Txn, who *auth.Identity, q *wire.Request) (*wi
 		if want > free {
 			return nil, outOfSpace()
 		}
+		if f := n.freeingBlocks(); f >= want {
+			// The cluster has room, but not where the blocks may go (a
+			// rewrite places them by the old ones, whose datanodes hold
+			// the versions being freed): those come back within a few
+			// heartbeats, so this is a wait too.
+			return nil, fail(wire.ErrCodeUnavailable, "allocate: %s; %d blocks %s (files removed or rewritten a moment ago): retry in a few seconds",
+				oe.msg, f, wire.SpaceFreeing)
+		}
 		return nil, fail(wire.ErrCodeNoSpace, "allocate: %s (%s)", oe.msg, n.roomReport())
 	}
 	if err != nil {

@@ -516,8 +516,32 @@ func (v *VFS) Open(ctx context.Context, ino uint64, flags int) (uint64, error) {
 		// committed data, also while other handles are open.
 		err = st.end(ctx)
 	}
+	if err == nil && st.f == nil && !st.pinned {
+		// Open the inode now, not at the first read: if another client
+		// removed it (renamed over its name, say) while this mount and
+		// the kernel still cached the name's entry, the open answers
+		// ESTALE, on which the kernel looks the name up again
+		// (LOOKUP_REVAL) and opens what it names now; a read could only
+		// fail with ESTALE.
+		err = st.run(ctx, func() error { return nil })
+		if err == nil {
+			// Close-to-open consistency covers the size: attributes
+			// cached before another client grew or shrank the file
+			// would have the kernel read the new version only up to the
+			// old end. The frontend has the kernel ask again after an
+			// open (it drops the file's pages and attributes there).
+			if a, ok := v.cachedAttr(ino); ok && a.Size != st.f.Size() {
+				v.invalidate(ino)
+			}
+		}
+	}
 	st.mu.Unlock()
 	if err != nil {
+		if errors.Is(err, ErrStale) {
+			// The lookup the kernel retries with must reach the namenode
+			// (an entry whose inode has no cached attributes does).
+			v.invalidate(ino)
+		}
 		v.unref(st)
 		return 0, err
 	}
