@@ -1,13 +1,17 @@
 package namenode
 
-// freeingBlocks counts the blocks on live datanodes that are freed but not
-// yet free for allocation: waiting in the free queue (for older
-// transactions to end and the freeing batch to be durable), or being
-// released by a sparse datanode (sent in a heartbeat's answer, not yet
-// acknowledged). Within a few heartbeats they are free again, so an
-// allocation they would satisfy is told to wait, not that the cluster is
-// full: 'plasma rm' followed at once by 'plasma put' must not say ENOSPC.
-// Called with n.mu held.
+import "time"
+
+// freeingBlocks counts the blocks on live datanodes that are freed and on
+// their way back: being released by a sparse datanode (sent, or to be sent,
+// in a heartbeat's answer, not yet acknowledged), or in the free queue and
+// no older transaction is open (and the batch that freed them is durable,
+// or will be within a short durability window, soonFreed). Within a few heartbeats they are free again, so an allocation
+// they would satisfy is told to wait, not that the cluster is full: 'plasma
+// rm' followed at once by 'plasma put' must not say ENOSPC. Frees that a
+// transaction begun before them still holds (a reader of the old version)
+// are not counted, nor those behind a long window: they may wait that long,
+// and a full cluster says so at once. Called with n.mu held.
 func (n *Namenode) freeingBlocks() uint64 {
 	live := map[uint32]bool{}
 	var total uint64
@@ -20,7 +24,13 @@ func (n *Namenode) freeingBlocks() uint64 {
 			total += r.count
 		}
 	}
+	oldest := n.txns.oldestStart(n.epoch + 1)
 	for _, pf := range n.frees.q {
+		// Still read by an older transaction, or waiting for a batch
+		// that becomes durable only after a long window: not soon.
+		if pf.epoch > oldest || (pf.needSeq > n.durableSeq && n.cfg.SyncInterval > soonFreed) {
+			break // the queue is in order of both
+		}
 		for _, r := range pf.runs {
 			if live[r.node] {
 				total += r.count
@@ -29,3 +39,7 @@ func (n *Namenode) freeingBlocks() uint64 {
 	}
 	return total
 }
+
+// soonFreed bounds the durability window (-sync-interval) within which
+// blocks freed by a commit not yet durable count as on their way back.
+const soonFreed = 5 * time.Second
