@@ -3,15 +3,16 @@ package namenode
 import "time"
 
 // freeingBlocks counts the blocks on live datanodes that are freed and on
-// their way back: being released by a sparse datanode (sent, or to be sent,
-// in a heartbeat's answer, not yet acknowledged), or in the free queue and
-// no older transaction is open (and the batch that freed them is durable,
-// or will be within a short durability window, soonFreed). Within a few heartbeats they are free again, so an allocation
-// they would satisfy is told to wait, not that the cluster is full: 'plasma
-// rm' followed at once by 'plasma put' must not say ENOSPC. Frees that a
-// transaction begun before them still holds (a reader of the old version)
-// are not counted, nor those behind a long window: they may wait that long,
-// and a full cluster says so at once. Called with n.mu held.
+// their way back: being released by a sparse datanode (sent, or to be
+// sent, in a heartbeat's answer, not yet acknowledged), or in the free
+// queue with no older transaction open and the batch that freed them
+// durable, or durable within a short window (soonFreed). Within a few
+// heartbeats they are free again, so an allocation they would satisfy is
+// told to wait, not that the cluster is full: 'plasma rm' followed at once
+// by 'plasma put' must not say ENOSPC. Frees that a transaction begun
+// before them still holds (a reader of the old version) are not counted,
+// nor those behind a long window: they may wait that long, and a full
+// cluster says so at once. Called with n.mu held.
 func (n *Namenode) freeingBlocks() uint64 {
 	live := map[uint32]bool{}
 	var total uint64
