@@ -18,27 +18,12 @@ func cmdBenchCreateMetrics(ctx context.Context, args []string) error {
 		"with an admin port whose /metrics is scraped every second, one without (it observes nothing);\n"+
 		"rounds alternate, medians are compared (goal: ratio ≥ 0.97).", false)
 	asJSON := f.Bool("json", false, "print JSON")
-	var o bench.MetricsCostOptions
-	f.StringVar(&o.Dir, "localdir", os.TempDir(), "directory for the namenodes' databases (removed afterwards)")
-	f.StringVar(&o.Plasma, "plasma", defaultPlasma(), "the plasma `binary` that runs the namenodes")
-	f.StringVar(&o.Mode, "mode", "durable", "durable or async commits")
-	n := f.IntRange("n", 3000, 1, 1<<30, "files per client per round")
-	rounds := f.IntRange("rounds", 5, 1, 1000, "rounds per side")
-	clients := f.String("P", "1,8", "clients, comma-separated list")
-	if err := f.Parse(args); err != nil {
-		return err
-	}
-	if len(f.Args()) != 0 {
-		return cli.Usagef("unexpected argument %q", f.Args()[0])
-	}
-	if o.Mode != "durable" && o.Mode != "async" {
-		return cli.Usagef("-mode must be durable or async, not %q", o.Mode)
-	}
-	cl, err := intList(*clients)
+	cr := addCreateRounds(f, 3000, 5)
+	cl, err := cr.parse(f, args)
 	if err != nil {
 		return err
 	}
-	o.N, o.Rounds, o.Clients = *n, *rounds, cl
+	o := bench.MetricsCostOptions{Dir: cr.dir, Plasma: cr.plasma, Mode: cr.mode, N: *cr.n, Rounds: *cr.rounds, Clients: cl}
 	rep, err := bench.MetricsCost(ctx, o)
 	if err != nil {
 		return err
