@@ -44,19 +44,12 @@ import (
 // only, and forgotten by a restart.)
 func (s *BlockStore) Extend(block uint64, off int, data []byte, base, crc uint32, gen, seq uint64) error {
 	bs := int(s.Config.Blocksize)
-	if err := s.check(block, 1); err != nil {
+	end := off + len(data)
+	unlock, stored, have, tail, err := s.lockForPatch("extend of", block, off, len(data))
+	if err != nil {
 		return err
 	}
-	end := off + len(data)
-	if off < 0 || end > bs {
-		return fmt.Errorf("extend of block %d: %d bytes at offset %d do not fit a %d-byte block", block, len(data), off, bs)
-	}
-	m := s.stripe(block)
-	m.Lock()
-	defer m.Unlock()
-	s.mu.RLock()
-	stored, have, tail := s.gens[block], s.crcs[block], s.tails[block]
-	s.mu.RUnlock()
+	defer unlock()
 	if gen == NoTicket {
 		gen = stored
 	} else if gen != stored {
@@ -153,4 +146,24 @@ func (s *BlockStore) ReadPrefix(block uint64, buf []byte, maxGen uint64, valid i
 		return fmt.Errorf("%w: block %d of volume %s: its first %d bytes read as %08x, the reader's version has %08x", ErrChecksum, block, s.Config.Identity, valid, got, want)
 	}
 	return nil
+}
+
+// lockForPatch checks that n bytes at off fit block (what names the
+// request in the error), locks the block's stripe and returns its unlock
+// and the block's recorded generation, checksum and tail: the opening of
+// the writes that change a block in place (Extend, ApplyJournal).
+func (s *BlockStore) lockForPatch(what string, block uint64, off, n int) (unlock func(), gen uint64, crc, tail uint32, err error) {
+	bs := int(s.Config.Blocksize)
+	if err := s.check(block, 1); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	if off < 0 || off+n > bs {
+		return nil, 0, 0, 0, fmt.Errorf("%s block %d: %d bytes at offset %d do not fit a %d-byte block", what, block, n, off, bs)
+	}
+	m := s.stripe(block)
+	m.Lock()
+	s.mu.RLock()
+	gen, crc, tail = s.gens[block], s.crcs[block], s.tails[block]
+	s.mu.RUnlock()
+	return m.Unlock, gen, crc, tail, nil
 }

@@ -29,19 +29,12 @@ import (
 // version is nobody's any more). The caller syncs afterwards.
 func (s *BlockStore) ApplyJournal(block uint64, off int, data []byte, crc uint32, gen uint64) error {
 	bs := int(s.Config.Blocksize)
-	if err := s.check(block, 1); err != nil {
+	end := off + len(data)
+	unlock, stored, have, tail, err := s.lockForPatch("journaled write to", block, off, len(data))
+	if err != nil {
 		return err
 	}
-	end := off + len(data)
-	if off < 0 || end > bs {
-		return fmt.Errorf("journaled write to block %d: %d bytes at offset %d do not fit a %d-byte block", block, len(data), off, bs)
-	}
-	m := s.stripe(block)
-	m.Lock()
-	defer m.Unlock()
-	s.mu.RLock()
-	stored, have, tail := s.gens[block], s.crcs[block], s.tails[block]
-	s.mu.RUnlock()
+	defer unlock()
 	if stored != gen {
 		return nil
 	}
