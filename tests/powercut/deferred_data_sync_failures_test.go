@@ -19,16 +19,10 @@ import (
 // reads back. Fails if the namenode does not compare the datanode's
 // registration with the one that took the writes.
 func TestDeferredDataSyncRestartedDatanodeDroppedAtCommit(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
+	c, cl := startUnsynced(t)
 	ctx := context.Background()
-	cl := c.Client(client.Config{})
-	defer cl.Close()
 	data := testkit.RandomBytes(t, 5000)
-	tx := cl.Begin()
-	f, err := tx.CreateFile(ctx, "/a", client.CreateOptions{Rep: 2})
-	testkit.MustOK(t, "create", err)
-	_, err = f.Write(data)
-	testkit.MustOK(t, "write", err)
+	tx, f := writeInTxn(t, cl, "/a", 2, data)
 	testkit.MustOK(t, "flush", f.Flush(ctx))
 	c.Kill(c.DNs[0])
 	c.WaitLive(1)
@@ -63,15 +57,9 @@ func TestDeferredDataSyncRestartedDatanodeDroppedAtCommit(t *testing.T) {
 // does not sync the datanodes before its log, or strikes a block's last
 // replica.
 func TestDeferredDataSyncLostDatanodeFailsSync(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
+	c, cl := startUnsynced(t)
 	ctx := context.Background()
-	cl := c.Client(client.Config{})
-	defer cl.Close()
-	tx := cl.Begin()
-	f, err := tx.CreateFile(ctx, "/a", client.CreateOptions{Rep: 2})
-	testkit.MustOK(t, "create", err)
-	_, err = f.Write(testkit.RandomBytes(t, 5000))
-	testkit.MustOK(t, "write", err)
+	tx, _ := writeInTxn(t, cl, "/a", 2, testkit.RandomBytes(t, 5000))
 	testkit.MustOK(t, "async commit", tx.CommitAsync(ctx))
 	for _, dn := range c.DNs {
 		c.Kill(dn)
@@ -96,16 +84,10 @@ func TestDeferredDataSyncLostDatanodeFailsSync(t *testing.T) {
 // keeps running and commits, and the file reads back once the datanode
 // is back. Fails if the commit defers a single replica's sync.
 func TestDeferredDataSyncSingleReplicaSyncedAtCommit(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
+	c, cl := startUnsynced(t)
 	ctx := context.Background()
-	cl := c.Client(client.Config{})
-	defer cl.Close()
 	data := testkit.RandomBytes(t, 5000)
-	tx := cl.Begin()
-	f, err := tx.CreateFile(ctx, "/a", client.CreateOptions{Rep: 1})
-	testkit.MustOK(t, "create", err)
-	_, err = f.Write(data)
-	testkit.MustOK(t, "write", err)
+	tx, _ := writeInTxn(t, cl, "/a", 1, data)
 	testkit.MustOK(t, "async commit", tx.CommitAsync(ctx))
 	for _, dn := range c.DNs {
 		c.Kill(dn)
@@ -120,4 +102,27 @@ func TestDeferredDataSyncSingleReplicaSyncedAtCommit(t *testing.T) {
 	if got := testkit.ReadFile(t, cl, "/a"); !bytes.Equal(got, data) {
 		t.Fatal("/a reads back wrong")
 	}
+}
+
+// startUnsynced starts a cluster whose namenode makes its log durable only
+// when asked (Sync), so that async commits stay not durable until then,
+// and a client of it (closed with the test).
+func startUnsynced(t *testing.T) (*clustertest.Procs, *client.Client) {
+	t.Helper()
+	c := clustertest.Start(t, clustertest.Options{NamenodeArgs: []string{"-sync-interval", "1h", "-sync-commits", "1000000"}})
+	cl := c.Client(client.Config{})
+	t.Cleanup(func() { cl.Close() })
+	return c, cl
+}
+
+// writeInTxn creates path with rep replicas in a new transaction of cl and
+// writes data to it; the transaction is left open.
+func writeInTxn(t *testing.T, cl *client.Client, path string, rep int, data []byte) (*client.Txn, *client.File) {
+	t.Helper()
+	tx := cl.Begin()
+	f, err := tx.CreateFile(context.Background(), path, client.CreateOptions{Rep: rep})
+	testkit.MustOK(t, "create "+path, err)
+	_, err = f.Write(data)
+	testkit.MustOK(t, "write "+path, err)
+	return tx, f
 }
