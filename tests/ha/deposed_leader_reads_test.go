@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/plasmafs/plasma/internal/auth"
-	"github.com/plasmafs/plasma/internal/meta"
 	"github.com/plasmafs/plasma/internal/rpc"
 	"github.com/plasmafs/plasma/internal/wire"
 	"github.com/plasmafs/plasma/tests/testkit"
@@ -30,16 +29,7 @@ import (
 // untouched since, still read it. Without the datanode's per-block term
 // the old tickets read the new file's bytes.
 func TestDeposedLeaderReadsNothingRewritten(t *testing.T) {
-	g := startGroupWith(t, 3, 1, groupOptions{Tickets: true, Prepare: func(db string) {
-		s, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if _, err := s.RaiseBootEpoch(uint64(time.Now().Add(time.Hour).Unix())); err != nil {
-			t.Fatal(err)
-		}
-	}})
+	g := startGroupWith(t, 3, 1, groupOptions{Tickets: true, Prepare: epochAhead(t)})
 	ctx := context.Background()
 	cred, err := auth.LoadCredential(g.sec.user)
 	testkit.MustOK(t, "credential", err)

@@ -58,16 +58,7 @@ type heldTicket struct {
 // reads back as written. Without the term check the old tickets' writes
 // land on the committed blocks.
 func TestDeposedLeaderTicketsWriteNothing(t *testing.T) {
-	g := startGroupWith(t, 3, 1, groupOptions{Tickets: true, Prepare: func(db string) {
-		s, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if _, err := s.RaiseBootEpoch(uint64(time.Now().Add(time.Hour).Unix())); err != nil {
-			t.Fatal(err)
-		}
-	}})
+	g := startGroupWith(t, 3, 1, groupOptions{Tickets: true, Prepare: epochAhead(t)})
 	ctx := context.Background()
 	cred, err := auth.LoadCredential(g.sec.user)
 	testkit.MustOK(t, "credential", err)
@@ -151,4 +142,21 @@ func (g *group) datanodeAddr() string {
 		g.t.Fatalf("datanodes: %v %v", dns, err)
 	}
 	return dns[0].Addr
+}
+
+// epochAhead is a groupOptions.Prepare that sets the group's boot epoch an
+// hour ahead of the clock, so that successive leaders draw the same epoch
+// (as after the clocks went back) and only the Raft term orders their
+// tickets.
+func epochAhead(t *testing.T) func(db string) {
+	return func(db string) {
+		s, err := meta.OpenSQLiteWith(db, meta.SQLiteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.RaiseBootEpoch(uint64(time.Now().Add(time.Hour).Unix())); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
