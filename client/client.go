@@ -47,7 +47,6 @@ type Client struct {
 	closed  bool
 	dialErr error     // of the last failed reconnection
 	dialAt  time.Time // when it failed
-	reconAt time.Time // when the connection was last replaced
 
 	stopOnce      sync.Once
 	stopKeepalive chan struct{}
@@ -181,14 +180,6 @@ func (c *Client) conn() (*rpc.Conn, uint64) {
 	return c.nn, c.gen
 }
 
-// reconnectedAt returns when the broken namenode connection was last
-// replaced (zero if never; clientx.ReconnectedAt).
-func (c *Client) reconnectedAt() time.Time {
-	c.nnMu.Lock()
-	defer c.nnMu.Unlock()
-	return c.reconAt
-}
-
 // redialPause is how long after a failed reconnection reconnect fails
 // again at once, without dialing.
 const redialPause = 20 * time.Millisecond
@@ -215,7 +206,7 @@ func (c *Client) reconnect(ctx context.Context, broken *rpc.Conn) error {
 		return c.dialErr
 	}
 	c.reqBase += c.nn.Requests()
-	c.nn, c.dialErr, c.reconAt = nn, nil, time.Now()
+	c.nn, c.dialErr = nn, nil
 	c.gen++
 	return nil
 }

@@ -27,7 +27,6 @@ func init() {
 			return gen
 		},
 		Requests:       (*Client).namenodeRequests,
-		ReconnectedAt:  (*Client).reconnectedAt,
 		Addr:           (*Client).namenodeAddr,
 		SetFlushBlocks: (*File).setFlushBlocks,
 		ReadAtShared:   (*File).readAtShared,

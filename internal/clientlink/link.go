@@ -12,7 +12,6 @@ package clientlink
 
 import (
 	"context"
-	"time"
 
 	"github.com/plasmafs/plasma/internal/wire"
 )
@@ -45,8 +44,6 @@ type Hooks[C, T, F, I any] struct {
 	Generation func(c C) uint64
 	// Requests counts the requests sent to the namenode.
 	Requests func(c C) uint64
-	// ReconnectedAt is when the namenode connection was last replaced.
-	ReconnectedAt func(c C) time.Time
 	// Addr is the address of the namenode the client is connected to.
 	Addr func(c C) string
 	// SetFlushBlocks sets how many dirty blocks f buffers before writing.

@@ -58,12 +58,6 @@ func NamenodeStats(ctx context.Context, c *client.Client) (Stats, error) {
 // far.
 func NamenodeRequests(c *client.Client) uint64 { return hooks.Requests(c) }
 
-// ReconnectedAt returns when c's broken namenode connection was last
-// replaced (zero if never). Right after, a restarted namenode may not know
-// its datanodes yet: it refuses allocations and creates with
-// ErrUnavailable until they register again.
-func ReconnectedAt(c *client.Client) time.Time { return hooks.ReconnectedAt(c) }
-
 // NamenodeAddr returns the address of the namenode c is connected to.
 func NamenodeAddr(c *client.Client) string { return hooks.Addr(c) }
 

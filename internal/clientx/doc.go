@@ -10,7 +10,7 @@
 //   - Auto: compound transactions whose first request also commits;
 //   - directory leases (LeaseDir, LeaseValid);
 //   - the namenode's counters and the connection's state (NamenodeStats,
-//     NamenodeRequests, ReconnectedAt, NamenodeAddr, Lost);
+//     NamenodeRequests, NamenodeAddr, Lost);
 //   - tuning knobs (SetFlushBlocks);
 //   - reads without a copy, for the FUSE mount's replies (ReadAtShared).
 //
